@@ -1,0 +1,32 @@
+# Shared compile settings and a helper that declares one engine module as a static library.
+
+add_library(trellis_options INTERFACE)
+target_compile_options(trellis_options INTERFACE -Wall -Wextra -Wpedantic)
+if(TRELLIS_WERROR)
+  target_compile_options(trellis_options INTERFACE -Werror)
+endif()
+if(TRELLIS_SANITIZE)
+  target_compile_options(trellis_options INTERFACE
+    -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+  target_link_options(trellis_options INTERFACE -fsanitize=address,undefined)
+endif()
+
+# trellis_module(NAME SOURCES... [DEPS dep...] [PRIVATE_DEPS dep...])
+# Creates the static library trellis_<NAME>; headers are included as "NAME/file.h" from src/.
+function(trellis_module name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(trellis_${name} STATIC ${ARG_SOURCES})
+  target_include_directories(trellis_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(trellis_${name} PUBLIC trellis_options ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+endfunction()
+
+# trellis_test(NAME SOURCES... DEPS dep...): one GoogleTest binary registered with CTest.
+function(trellis_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE trellis_options ${ARG_DEPS} GTest::gtest_main)
+  target_compile_definitions(${name} PRIVATE
+    TRELLIS_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    TRELLIS_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared")
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 600)
+endfunction()

@@ -1,0 +1,26 @@
+// Dequantization and quantization of GGUF tensor types. These scalar routines are the reference
+// that every SIMD kernel is tested against; they follow the formats' definitions bit for bit.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "base/result.h"
+#include "tensor/dtype.h"
+
+namespace trellis {
+
+// True for the types dequantize_row supports.
+bool can_dequantize(DType type);
+// True for the types quantize_row supports.
+bool can_quantize(DType type);
+
+// Converts `n_elems` values stored as `type` at `src` to f32. Preconditions: can_dequantize(type),
+// n_elems is a multiple of the type's block size, src holds row_bytes(type, n_elems) bytes.
+void dequantize_row(DType type, const void* src, float* dst, int64_t n_elems);
+
+// Converts `n_elems` f32 values to `type` at `dst` (row_bytes(type, n_elems) bytes).
+// Preconditions: can_quantize(type), n_elems is a multiple of the block size.
+void quantize_row(DType type, const float* src, void* dst, int64_t n_elems);
+
+}  // namespace trellis
