@@ -15,6 +15,12 @@ endif()
 # Creates the static library trellis_<NAME>; headers are included as "NAME/file.h" from src/.
 function(trellis_module name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  if(NOT ARG_SOURCES)  # a module with headers only so far
+    add_library(trellis_${name} INTERFACE)
+    target_include_directories(trellis_${name} INTERFACE ${PROJECT_SOURCE_DIR}/src)
+    target_link_libraries(trellis_${name} INTERFACE trellis_options ${ARG_DEPS})
+    return()
+  endif()
   add_library(trellis_${name} STATIC ${ARG_SOURCES})
   target_include_directories(trellis_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
   target_link_libraries(trellis_${name} PUBLIC trellis_options ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
