@@ -13,7 +13,9 @@ std::string shared_dir() {
   return fs::weakly_canonical(fs::path(TRELLIS_SHARED_DIR)).string();
 }
 
-bool have_shared_dir() { return fs::is_directory(shared_dir()); }
+bool have_shared_dir() {
+  return fs::is_directory(shared_dir());
+}
 
 namespace {
 struct TempDir {

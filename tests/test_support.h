@@ -15,8 +15,8 @@ std::string temp_dir();
 }  // namespace trellis::testing
 
 // Skips the current test with a clear message when ../shared is absent.
-#define TRELLIS_REQUIRE_SHARED()                                                       \
-  do {                                                                                 \
-    if (!::trellis::testing::have_shared_dir())                                        \
+#define TRELLIS_REQUIRE_SHARED()                                                        \
+  do {                                                                                  \
+    if (!::trellis::testing::have_shared_dir())                                         \
       GTEST_SKIP() << "needs " << ::trellis::testing::shared_dir() << " (not present)"; \
   } while (0)

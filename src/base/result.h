@@ -19,7 +19,7 @@ struct Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : state_(std::move(value)) {}      // NOLINT: implicit by design
   Result(Error error) : state_(std::move(error)) {}  // NOLINT: implicit by design
 
   bool ok() const { return state_.index() == 0; }
@@ -68,13 +68,15 @@ class [[nodiscard]] Status {
   std::optional<Error> error_;
 };
 
-inline Status ok_status() { return Status(); }
+inline Status ok_status() {
+  return Status();
+}
 
 }  // namespace trellis
 
 // Propagates a failed Status or Result out of the calling function.
-#define TRELLIS_TRY(expr)                              \
-  do {                                                 \
-    auto&& trellis_try_result_ = (expr);               \
+#define TRELLIS_TRY(expr)                                              \
+  do {                                                                 \
+    auto&& trellis_try_result_ = (expr);                               \
     if (!trellis_try_result_.ok()) return trellis_try_result_.error(); \
   } while (0)

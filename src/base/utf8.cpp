@@ -79,7 +79,8 @@ bool is_valid_utf8(std::string_view text) {
   while (pos < text.size()) {
     size_t start = pos;
     char32_t cp = decode_utf8(text, pos);
-    if (cp == 0xFFFD && !(pos - start == 3 && text.substr(start, 3) == "\xEF\xBF\xBD")) return false;
+    if (cp == 0xFFFD && !(pos - start == 3 && text.substr(start, 3) == "\xEF\xBF\xBD"))
+      return false;
   }
   return true;
 }

@@ -42,7 +42,9 @@ uint64_t min_encoded_size(GgufType type) {
   return 1;
 }
 
-bool is_known_value_type(uint32_t raw) { return raw <= static_cast<uint32_t>(GgufType::FLOAT64); }
+bool is_known_value_type(uint32_t raw) {
+  return raw <= static_cast<uint32_t>(GgufType::FLOAT64);
+}
 
 }  // namespace
 
@@ -53,7 +55,8 @@ class GgufParser {
 
   Status parse() {
     uint32_t magic = 0;
-    if (bytes_.size() < 4) return fail("file too small to be GGUF (" + std::to_string(bytes_.size()) + " bytes)");
+    if (bytes_.size() < 4)
+      return fail("file too small to be GGUF (" + std::to_string(bytes_.size()) + " bytes)");
     TRELLIS_TRY(read_pod(&magic, "magic"));
     if (magic != kGgufMagic) return fail("bad magic: not a GGUF file");
     TRELLIS_TRY(read_pod(&file_.version_, "version"));
@@ -112,16 +115,26 @@ class GgufParser {
 
   Status read_value(GgufType type, GgufValue* out, int depth) {
     switch (type) {
-      case GgufType::UINT8: return read_scalar<uint8_t>(out);
-      case GgufType::INT8: return read_scalar<int8_t>(out);
-      case GgufType::UINT16: return read_scalar<uint16_t>(out);
-      case GgufType::INT16: return read_scalar<int16_t>(out);
-      case GgufType::UINT32: return read_scalar<uint32_t>(out);
-      case GgufType::INT32: return read_scalar<int32_t>(out);
-      case GgufType::FLOAT32: return read_scalar<float>(out);
-      case GgufType::UINT64: return read_scalar<uint64_t>(out);
-      case GgufType::INT64: return read_scalar<int64_t>(out);
-      case GgufType::FLOAT64: return read_scalar<double>(out);
+      case GgufType::UINT8:
+        return read_scalar<uint8_t>(out);
+      case GgufType::INT8:
+        return read_scalar<int8_t>(out);
+      case GgufType::UINT16:
+        return read_scalar<uint16_t>(out);
+      case GgufType::INT16:
+        return read_scalar<int16_t>(out);
+      case GgufType::UINT32:
+        return read_scalar<uint32_t>(out);
+      case GgufType::INT32:
+        return read_scalar<int32_t>(out);
+      case GgufType::FLOAT32:
+        return read_scalar<float>(out);
+      case GgufType::UINT64:
+        return read_scalar<uint64_t>(out);
+      case GgufType::INT64:
+        return read_scalar<int64_t>(out);
+      case GgufType::FLOAT64:
+        return read_scalar<double>(out);
       case GgufType::BOOL: {
         uint8_t raw = 0;
         TRELLIS_TRY(read_pod(&raw, "bool value"));
@@ -135,7 +148,8 @@ class GgufParser {
         out->storage = std::move(s);
         return {};
       }
-      case GgufType::ARRAY: return read_array(out, depth + 1);
+      case GgufType::ARRAY:
+        return read_array(out, depth + 1);
     }
     return fail_at("unknown metadata value type");
   }
@@ -225,7 +239,8 @@ class GgufParser {
       uint64_t raw = 0;
       TRELLIS_TRY(read_pod(&raw, "tensor dimension"));
       if (raw > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
-          (raw != 0 && n_elements > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(raw))) {
+          (raw != 0 &&
+           n_elements > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(raw))) {
         return fail(who + " has absurd dimensions: the element count overflows");
       }
       dim = static_cast<int64_t>(raw);
@@ -239,9 +254,8 @@ class GgufParser {
     t->type = info->type;
     int64_t row_length = t->shape.empty() ? 1 : t->shape[0];
     if (row_length % info->block_elems != 0) {
-      return fail(who + " row length " + std::to_string(row_length) +
-                  " is not a multiple of the " + std::string(info->name) + " block size " +
-                  std::to_string(info->block_elems));
+      return fail(who + " row length " + std::to_string(row_length) + " is not a multiple of the " +
+                  std::string(info->name) + " block size " + std::to_string(info->block_elems));
     }
     // n_elements / block_elems * block_bytes cannot overflow: block_bytes / block_elems <= 8.
     t->n_bytes = static_cast<uint64_t>(n_elements / info->block_elems) *
@@ -253,7 +267,8 @@ class GgufParser {
   Status bind_tensor_data() {
     uint64_t file_size = bytes_.size();
     if (file_.tensors_.empty()) return {};
-    if (file_.data_offset_ > file_size) return fail("truncated file: tensor data section is missing");
+    if (file_.data_offset_ > file_size)
+      return fail("truncated file: tensor data section is missing");
     uint64_t data_size = file_size - file_.data_offset_;
     std::vector<const GgufTensor*> by_offset;
     for (GgufTensor& t : file_.tensors_) {
@@ -303,7 +318,9 @@ Result<GgufFile> GgufFile::parse(std::span<const uint8_t> bytes, const std::stri
   return file;
 }
 
-Error GgufFile::error(std::string_view what) const { return Error{name_ + ": " + std::string(what)}; }
+Error GgufFile::error(std::string_view what) const {
+  return Error{name_ + ": " + std::string(what)};
+}
 
 const GgufValue* GgufFile::find(std::string_view key) const {
   for (const GgufKv& kv : kvs_) {
@@ -320,7 +337,9 @@ const GgufTensor* GgufFile::find_tensor(std::string_view name) const {
 }
 
 namespace {
-std::string describe_key(std::string_view key) { return "metadata key '" + std::string(key) + "'"; }
+std::string describe_key(std::string_view key) {
+  return "metadata key '" + std::string(key) + "'";
+}
 }  // namespace
 
 Result<int64_t> GgufFile::get_int(std::string_view key) const {

@@ -46,7 +46,9 @@ DTypeInfo dtype_info(DType type) {
   return *info;
 }
 
-std::string_view dtype_name(DType type) { return dtype_info(type).name; }
+std::string_view dtype_name(DType type) {
+  return dtype_info(type).name;
+}
 
 std::optional<DType> dtype_from_name(std::string_view name) {
   for (const DTypeInfo& info : kDTypes) {
@@ -58,7 +60,8 @@ std::optional<DType> dtype_from_name(std::string_view name) {
 std::optional<uint64_t> row_bytes(DType type, int64_t n_elems) {
   DTypeInfo info = dtype_info(type);
   if (n_elems < 0 || n_elems % info.block_elems != 0) return std::nullopt;
-  return static_cast<uint64_t>(n_elems / info.block_elems) * static_cast<uint64_t>(info.block_bytes);
+  return static_cast<uint64_t>(n_elems / info.block_elems) *
+         static_cast<uint64_t>(info.block_bytes);
 }
 
 }  // namespace trellis
