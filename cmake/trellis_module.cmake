@@ -11,6 +11,12 @@ if(TRELLIS_SANITIZE)
   target_link_options(trellis_options INTERFACE -fsanitize=address,undefined)
 endif()
 
+if(TRELLIS_BUILD_FUZZ)
+  target_compile_options(trellis_options INTERFACE
+    -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer)
+  target_link_options(trellis_options INTERFACE -fsanitize=address,undefined)
+endif()
+
 # trellis_module(NAME SOURCES... [DEPS dep...] [PRIVATE_DEPS dep...])
 # Creates the static library trellis_<NAME>; headers are included as "NAME/file.h" from src/.
 function(trellis_module name)
