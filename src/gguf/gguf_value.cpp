@@ -1,6 +1,7 @@
 #include "gguf/gguf_value.h"
 
 #include <array>
+#include <charconv>
 #include <cstdio>
 #include <limits>
 
@@ -80,9 +81,10 @@ std::string GgufValue::to_display_string() const {
         } else if constexpr (std::is_same_v<T, bool>) {
           return v ? "true" : "false";
         } else if constexpr (std::is_floating_point_v<T>) {
+          // The shortest text that reads back as the same value (1e-05, not 9.99999975e-06).
           char buf[32];
-          std::snprintf(buf, sizeof(buf), "%.9g", static_cast<double>(v));
-          return buf;
+          auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+          return ec == std::errc() ? std::string(buf, end) : std::string("?");
         } else {
           return std::to_string(v);
         }

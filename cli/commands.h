@@ -1,0 +1,13 @@
+// Subcommands of the `trellis` binary. Each registers itself on the app; its callback stores the
+// process exit code in `exit_code` (0 on success, 1 on a user-facing error already printed).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace trellis::cli {
+
+void add_model_commands(CLI::App& app, int& exit_code);
+void add_tokenize_commands(CLI::App& app, int& exit_code);
+void add_demo_command(CLI::App& app, int& exit_code);
+
+}  // namespace trellis::cli

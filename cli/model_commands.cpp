@@ -1,0 +1,94 @@
+// `trellis model info` and `trellis model synth`.
+#include <cstdio>
+#include <string>
+
+#include "commands.h"
+#include "gguf/gguf_file.h"
+#include "model/model_presets.h"
+#include "model/synth_model.h"
+#include "model_summary.h"
+
+namespace trellis::cli {
+namespace {
+
+int run_info(const std::string& path, bool json) {
+  Result<GgufFile> file = GgufFile::open(path);
+  if (!file.ok()) {
+    std::fprintf(stderr, "error: %s\n", file.error().message.c_str());
+    return 1;
+  }
+  if (json) {
+    std::printf("%s\n", model_summary_json(*file).dump(2).c_str());
+  } else {
+    std::printf("%s", model_summary_text(*file).c_str());
+  }
+  return 0;
+}
+
+std::string preset_names() {
+  std::string names;
+  for (const ModelPreset& p : model_presets()) names += (names.empty() ? "" : ", ") + p.name;
+  return names;
+}
+
+struct SynthArgs {
+  std::string preset = "tiny";
+  std::string type = "q4_0";
+  uint64_t seed = 0;
+  std::string vocab_from;
+  std::string output;
+  int threads = 0;
+};
+
+int run_synth(const SynthArgs& args) {
+  std::optional<ModelPreset> preset = find_model_preset(args.preset);
+  if (!preset) {
+    std::fprintf(stderr, "error: unknown preset '%s' (known: %s)\n", args.preset.c_str(),
+                 preset_names().c_str());
+    return 1;
+  }
+  std::optional<DType> type = dtype_from_name(args.type);
+  if (!type || !is_synth_type(*type)) {
+    std::fprintf(stderr, "error: unsupported type '%s' (f32, f16, q8_0, q4_0)\n",
+                 args.type.c_str());
+    return 1;
+  }
+  SynthOptions options{*preset, *type, args.seed, args.vocab_from, args.output, args.threads, true};
+  Status status = synthesize_model(options);
+  if (!status.ok()) {
+    std::fprintf(stderr, "error: %s\n", status.error().message.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "wrote %s\n", args.output.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_model_commands(CLI::App& app, int& exit_code) {
+  CLI::App* model = app.add_subcommand("model", "Inspect and create GGUF models");
+  model->require_subcommand(1);
+
+  CLI::App* info =
+      model->add_subcommand("info", "Print a GGUF file's architecture, tokenizer and tensors");
+  auto path = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  info->add_option("file", *path, "GGUF file")->required();
+  info->add_flag("--json", *json, "Print JSON");
+  info->callback([&exit_code, path, json] { exit_code = run_info(*path, *json); });
+
+  CLI::App* synth =
+      model->add_subcommand("synth", "Write a Llama GGUF with deterministic random weights");
+  auto args = std::make_shared<SynthArgs>();
+  synth->add_option("--preset", args->preset, "Shape preset: " + preset_names())
+      ->capture_default_str();
+  synth->add_option("--type", args->type, "Weight type: f32, f16, q8_0, q4_0")
+      ->capture_default_str();
+  synth->add_option("--seed", args->seed, "Random seed")->capture_default_str();
+  synth->add_option("--vocab-from", args->vocab_from, "Copy the tokenizer of this GGUF");
+  synth->add_option("-o,--output", args->output, "Output GGUF path")->required();
+  synth->add_option("-t,--threads", args->threads, "Threads (default: all cores)");
+  synth->callback([&exit_code, args] { exit_code = run_synth(*args); });
+}
+
+}  // namespace trellis::cli

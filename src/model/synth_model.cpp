@@ -1,0 +1,233 @@
+#include "model/synth_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <thread>
+#include <vector>
+
+#include "base/progress_bar.h"
+#include "gguf/gguf_file.h"
+#include "gguf/gguf_writer.h"
+#include "model/synth_vocab.h"
+#include "quant/quant.h"
+
+namespace trellis {
+namespace {
+
+constexpr float kWeightStddev = 0.02f;
+
+enum class Fill { ONES, NORMAL };
+
+struct SynthTensor {
+  std::string name;
+  DType type;
+  std::vector<int64_t> shape;  // shape[0] is the row length
+  Fill fill;
+};
+
+// splitmix64: a tiny, well-mixed generator; one independent stream per (tensor, row).
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in (0, 1]: never 0, so log() below is finite.
+  float uniform() { return static_cast<float>((next() >> 40) + 1) * 0x1.0p-24f; }
+};
+
+// Box-Muller: two normals per pair of uniforms.
+void fill_normal(float* out, int64_t n, uint64_t stream_seed) {
+  SplitMix64 rng{stream_seed};
+  for (int64_t i = 0; i < n; i += 2) {
+    float radius = kWeightStddev * std::sqrt(-2.0f * std::log(rng.uniform()));
+    float angle = 2.0f * std::numbers::pi_v<float> * rng.uniform();
+    out[i] = radius * std::cos(angle);
+    if (i + 1 < n) out[i + 1] = radius * std::sin(angle);
+  }
+}
+
+uint64_t row_seed(uint64_t seed, size_t tensor_index, int64_t row) {
+  SplitMix64 mix{seed ^ (static_cast<uint64_t>(tensor_index) << 40) ^ static_cast<uint64_t>(row)};
+  mix.next();
+  return mix.next();
+}
+
+DType weight_type(DType requested, int64_t row_length) {
+  return row_bytes(requested, row_length).has_value() ? requested : DType::F16;
+}
+
+std::vector<SynthTensor> tensor_list(const LlamaHParams& hp, DType type) {
+  auto matrix = [&](std::string name, int64_t cols, int64_t rows) {
+    return SynthTensor{std::move(name), weight_type(type, cols), {cols, rows}, Fill::NORMAL};
+  };
+  auto norm = [&](std::string name) {
+    return SynthTensor{std::move(name), DType::F32, {hp.n_embd}, Fill::ONES};
+  };
+  std::vector<SynthTensor> list;
+  list.push_back(matrix("token_embd.weight", hp.n_embd, hp.n_vocab));
+  for (int64_t layer = 0; layer < hp.n_layer; ++layer) {
+    std::string p = "blk." + std::to_string(layer) + ".";
+    list.push_back(norm(p + "attn_norm.weight"));
+    list.push_back(matrix(p + "attn_q.weight", hp.n_embd, hp.n_embd));
+    list.push_back(matrix(p + "attn_k.weight", hp.n_embd, hp.n_embd_kv()));
+    list.push_back(matrix(p + "attn_v.weight", hp.n_embd, hp.n_embd_kv()));
+    list.push_back(matrix(p + "attn_output.weight", hp.n_embd, hp.n_embd));
+    list.push_back(norm(p + "ffn_norm.weight"));
+    list.push_back(matrix(p + "ffn_gate.weight", hp.n_embd, hp.n_ff));
+    list.push_back(matrix(p + "ffn_up.weight", hp.n_embd, hp.n_ff));
+    list.push_back(matrix(p + "ffn_down.weight", hp.n_ff, hp.n_embd));
+  }
+  list.push_back(norm("output_norm.weight"));
+  list.push_back(matrix("output.weight", hp.n_embd, hp.n_vocab));
+  return list;
+}
+
+// llama.cpp's general.file_type codes for the "mostly" type of a file.
+uint32_t file_type_code(DType type) {
+  switch (type) {
+    case DType::F32:
+      return 0;
+    case DType::F16:
+      return 1;
+    case DType::Q4_0:
+      return 2;
+    case DType::Q8_0:
+      return 7;
+    default:
+      return 0;
+  }
+}
+
+void set_vocab_metadata(GgufWriter& writer, const Vocab& vocab) {
+  std::vector<int32_t> types;
+  types.reserve(vocab.types.size());
+  for (TokenType t : vocab.types) types.push_back(static_cast<int32_t>(t));
+  writer.set("tokenizer.ggml.model", GgufValue{vocab.model});
+  writer.set("tokenizer.ggml.tokens", gguf_string_array(vocab.tokens));
+  writer.set("tokenizer.ggml.scores", gguf_f32_array(vocab.scores));
+  writer.set("tokenizer.ggml.token_type", gguf_i32_array(types));
+  writer.set("tokenizer.ggml.bos_token_id", GgufValue{static_cast<uint32_t>(vocab.bos_id)});
+  writer.set("tokenizer.ggml.eos_token_id", GgufValue{static_cast<uint32_t>(vocab.eos_id)});
+  writer.set("tokenizer.ggml.unknown_token_id", GgufValue{static_cast<uint32_t>(vocab.unk_id)});
+  writer.set("tokenizer.ggml.add_bos_token", GgufValue{vocab.add_bos});
+  writer.set("tokenizer.ggml.add_eos_token", GgufValue{vocab.add_eos});
+}
+
+Status set_metadata(GgufWriter& writer, const SynthOptions& options, LlamaHParams& hp) {
+  writer.set("general.architecture", GgufValue{std::string("llama")});
+  writer.set("general.name", GgufValue{"trellis-synth-" + options.preset.name});
+  writer.set("general.file_type", GgufValue{file_type_code(options.type)});
+  writer.set("general.quantization_version", GgufValue{uint32_t{2}});
+  if (options.vocab_from.empty()) {
+    set_vocab_metadata(writer, make_synth_vocab(static_cast<int32_t>(hp.n_vocab)));
+  } else {
+    Result<GgufFile> source = GgufFile::open(options.vocab_from);
+    if (!source.ok()) return source.error();
+    Result<const GgufArray*> tokens = source->get_array("tokenizer.ggml.tokens");
+    if (!tokens.ok()) return tokens.error();
+    hp.n_vocab = static_cast<int64_t>((*tokens)->items.size());
+    writer.copy_metadata(*source, "tokenizer.");
+  }
+  auto u32 = [](int64_t v) { return GgufValue{static_cast<uint32_t>(v)}; };
+  writer.set("llama.vocab_size", u32(hp.n_vocab));
+  writer.set("llama.context_length", u32(hp.n_ctx_train));
+  writer.set("llama.embedding_length", u32(hp.n_embd));
+  writer.set("llama.block_count", u32(hp.n_layer));
+  writer.set("llama.feed_forward_length", u32(hp.n_ff));
+  writer.set("llama.rope.dimension_count", u32(hp.n_rot));
+  writer.set("llama.attention.head_count", u32(hp.n_head));
+  writer.set("llama.attention.head_count_kv", u32(hp.n_head_kv));
+  writer.set("llama.attention.layer_norm_rms_epsilon",
+             GgufValue{static_cast<float>(hp.rms_norm_eps)});
+  writer.set("llama.rope.freq_base", GgufValue{static_cast<float>(hp.rope_freq_base)});
+  return {};
+}
+
+// Produces rows [row_begin, row_end) of tensor `t` into `out`, encoded as t.type.
+void encode_rows(const SynthTensor& t, size_t tensor_index, uint64_t seed, int64_t row_begin,
+                 int64_t row_end, uint8_t* out, std::vector<float>& scratch) {
+  const int64_t cols = t.shape[0];
+  const uint64_t stride = *row_bytes(t.type, cols);
+  scratch.resize(static_cast<size_t>(cols));
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    if (t.fill == Fill::ONES) {
+      std::fill(scratch.begin(), scratch.end(), 1.0f);
+    } else {
+      fill_normal(scratch.data(), cols, row_seed(seed, tensor_index, row));
+    }
+    uint8_t* dst = out + static_cast<uint64_t>(row - row_begin) * stride;
+    if (t.type == DType::F32) {
+      std::copy_n(reinterpret_cast<const uint8_t*>(scratch.data()), stride, dst);
+    } else {
+      quantize_row(t.type, scratch.data(), dst, cols);
+    }
+  }
+}
+
+}  // namespace
+
+bool is_synth_type(DType type) {
+  return type == DType::F32 || type == DType::F16 || type == DType::Q8_0 || type == DType::Q4_0;
+}
+
+Status synthesize_model(const SynthOptions& options) {
+  if (!is_synth_type(options.type)) {
+    return Error{"model synth: type " + std::string(dtype_name(options.type)) +
+                 " is not supported (f32, f16, q8_0, q4_0)"};
+  }
+  LlamaHParams hp = options.preset.hparams;
+  GgufWriter writer;
+  TRELLIS_TRY(set_metadata(writer, options, hp));
+  std::vector<SynthTensor> tensors = tensor_list(hp, options.type);
+  uint64_t total_bytes = 0;
+  for (const SynthTensor& t : tensors) {
+    Result<uint64_t> size = writer.add_tensor(t.name, t.type, t.shape);
+    if (!size.ok()) return size.error();
+    total_bytes += *size;
+  }
+  TRELLIS_TRY(writer.begin(options.output_path));
+
+  const int n_threads = options.n_threads > 0
+                            ? options.n_threads
+                            : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  constexpr uint64_t kChunkBytes = 8ull << 20;  // bytes encoded between writes
+  std::vector<uint8_t> chunk;
+  std::vector<std::vector<float>> scratch(static_cast<size_t>(n_threads));
+  std::optional<ProgressBar> progress;
+  if (options.show_progress) progress.emplace("synthesizing " + options.output_path, total_bytes);
+  uint64_t done_bytes = 0;
+
+  for (size_t ti = 0; ti < tensors.size(); ++ti) {
+    const SynthTensor& t = tensors[ti];
+    const int64_t n_rows = t.shape.size() > 1 ? t.shape[1] : 1;
+    const uint64_t stride = *row_bytes(t.type, t.shape[0]);
+    const int64_t rows_per_chunk = std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / stride));
+    for (int64_t begin = 0; begin < n_rows; begin += rows_per_chunk) {
+      const int64_t end = std::min(n_rows, begin + rows_per_chunk);
+      chunk.resize(static_cast<size_t>(end - begin) * stride);
+      // Rows are split evenly over the threads; each row's content depends only on its seed.
+      std::vector<std::thread> workers;
+      const int64_t per_thread = (end - begin + n_threads - 1) / n_threads;
+      for (int w = 0; w < n_threads; ++w) {
+        int64_t wb = begin + w * per_thread;
+        int64_t we = std::min(end, wb + per_thread);
+        if (wb >= we) break;
+        workers.emplace_back([&, w, wb, we] {
+          encode_rows(t, ti, options.seed, wb, we,
+                      chunk.data() + static_cast<uint64_t>(wb - begin) * stride, scratch[w]);
+        });
+      }
+      for (std::thread& worker : workers) worker.join();
+      TRELLIS_TRY(writer.write_tensor_data(chunk));
+      done_bytes += chunk.size();
+      if (progress) progress->update(done_bytes);
+    }
+  }
+  return writer.finish();
+}
+
+}  // namespace trellis

@@ -1,0 +1,30 @@
+// Writes a Llama-architecture GGUF with deterministic random weights, streamed to disk.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/result.h"
+#include "model/model_presets.h"
+#include "tensor/dtype.h"
+
+namespace trellis {
+
+struct SynthOptions {
+  ModelPreset preset;
+  DType type = DType::Q4_0;  // weight matrices; norms are always f32
+  uint64_t seed = 0;
+  std::string vocab_from;  // GGUF whose tokenizer.* metadata is copied; empty: the built-in vocab
+  std::string output_path;
+  int n_threads = 0;  // 0: all cores
+  bool show_progress = true;
+};
+
+// Weight types synthesis supports: f32, f16, q8_0, q4_0.
+bool is_synth_type(DType type);
+
+// Weights are N(0, 0.02²) per element, norms 1.0; the same seed gives byte-identical files
+// whatever the thread count. Matrices whose rows do not fit the type's block size fall back to f16.
+Status synthesize_model(const SynthOptions& options);
+
+}  // namespace trellis
