@@ -1,0 +1,38 @@
+# The two commands of the README, and a few conveniences for development.
+#   make run    install what is missing, build Release, run the main job on the default model
+#   make test   install what is missing, build with -Werror, run every test, then again under
+#               AddressSanitizer + UndefinedBehaviorSanitizer, then fuzz the GGUF reader for 60 s
+
+JOBS ?= $(shell nproc)
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_SECONDS ?= 60
+
+.PHONY: run test deps build unit-test asan-test fuzz clean
+
+run: deps build
+	$(BUILD)/cli/trellis demo
+
+test: deps unit-test asan-test fuzz
+
+deps:
+	@scripts/install-deps.sh
+
+build:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DTRELLIS_WERROR=ON
+	cmake --build $(BUILD) -j$(JOBS)
+
+unit-test: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+asan-test:
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTRELLIS_WERROR=ON -DTRELLIS_SANITIZE=ON \
+	  -DTRELLIS_BUILD_BENCH=OFF
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j$(JOBS)
+
+fuzz:
+	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz
