@@ -26,7 +26,6 @@ int run_tokenize(const TokenizeArgs& args) {
   }
   const Tokenizer& tok = **tokenizer;
   std::vector<TokenId> ids = tok.encode(args.text, !args.no_bos, args.parse_special);
-  if (args.no_bos && !ids.empty() && ids.front() == tok.vocab().bos_id) ids.erase(ids.begin());
   if (args.json) {
     nlohmann::json out = nlohmann::json::array();
     for (TokenId id : ids) {
