@@ -21,8 +21,9 @@ class Tokenizer {
   static Result<std::unique_ptr<Tokenizer>> create(Vocab vocab);
 
   // add_special: BOS/EOS as the vocab's add_bos/add_eos say.
-  // parse_special: text spelling a CONTROL/USER_DEFINED token becomes that token; otherwise it is
-  // tokenized as plain text.
+  // parse_special: text spelling a CONTROL token becomes that token; otherwise it is tokenized as
+  // plain text. USER_DEFINED tokens are always matched in the text, as the reference tokenizers do
+  // (some vocabs spell runs of spaces or single letters with them).
   virtual std::vector<TokenId> encode(std::string_view text, bool add_special,
                                       bool parse_special) const = 0;
 
