@@ -1,19 +1,23 @@
 # The two commands of the README, and a few conveniences for development.
 #   make run    install what is missing, build Release, run the main job on the default model
 #   make test   install what is missing, build with -Werror, run every test, then again under
-#               AddressSanitizer + UndefinedBehaviorSanitizer, then fuzz the GGUF reader for 60 s
+#               AddressSanitizer + UndefinedBehaviorSanitizer, the concurrent parts under
+#               ThreadSanitizer, then fuzz the GGUF reader for 60 s
 
 JOBS ?= $(shell nproc)
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
+# Tests of code that runs on several threads; they run again under ThreadSanitizer.
+TSAN_TESTS ?= ThreadPool|Concurren
 FUZZ_SECONDS ?= 60
 
-.PHONY: run test deps build unit-test asan-test fuzz clean
+.PHONY: run test deps build unit-test asan-test tsan-test fuzz clean
 
 run: deps build
 	$(BUILD)/cli/trellis demo
 
-test: deps unit-test asan-test fuzz
+test: deps unit-test asan-test tsan-test fuzz
 
 deps:
 	@scripts/install-deps.sh
@@ -31,8 +35,14 @@ asan-test:
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j$(JOBS)
 
+tsan-test:
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRELLIS_WERROR=ON -DTRELLIS_TSAN=ON \
+	  -DTRELLIS_BUILD_BENCH=OFF
+	cmake --build $(TSAN_BUILD) -j$(JOBS)
+	cd $(TSAN_BUILD) && ctest --output-on-failure -j$(JOBS) -R '$(TSAN_TESTS)'
+
 fuzz:
 	scripts/fuzz.sh $(FUZZ_SECONDS)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) build-fuzz

@@ -11,6 +11,10 @@ if(TRELLIS_SANITIZE)
   target_link_options(trellis_options INTERFACE -fsanitize=address,undefined)
 endif()
 
+if(TRELLIS_TSAN)
+  target_compile_options(trellis_options INTERFACE -fsanitize=thread -fno-omit-frame-pointer)
+  target_link_options(trellis_options INTERFACE -fsanitize=thread)
+endif()
 if(TRELLIS_BUILD_FUZZ)
   target_compile_options(trellis_options INTERFACE
     -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer)
