@@ -8,8 +8,8 @@ JOBS ?= $(shell nproc)
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
-# Tests of code that runs on several threads; they run again under ThreadSanitizer.
-TSAN_TESTS ?= ThreadPool|Concurren
+# Test binaries of code that runs on several threads; they run again under ThreadSanitizer.
+TSAN_TESTS ?= thread_pool_test
 FUZZ_SECONDS ?= 60
 
 .PHONY: run test deps build unit-test asan-test tsan-test fuzz clean
@@ -38,8 +38,8 @@ asan-test:
 tsan-test:
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRELLIS_WERROR=ON -DTRELLIS_TSAN=ON \
 	  -DTRELLIS_BUILD_BENCH=OFF
-	cmake --build $(TSAN_BUILD) -j$(JOBS)
-	cd $(TSAN_BUILD) && ctest --output-on-failure -j$(JOBS) -R '$(TSAN_TESTS)'
+	cmake --build $(TSAN_BUILD) -j$(JOBS) --target $(TSAN_TESTS)
+	set -e; for t in $(TSAN_TESTS); do $(TSAN_BUILD)/tests/$$t; done
 
 fuzz:
 	scripts/fuzz.sh $(FUZZ_SECONDS)
