@@ -1,0 +1,51 @@
+// Products of a GGUF weight matrix with f32 activations: the hot loop of the forward pass.
+//
+//   out[t][o] = sum_i W[o][i] * x[t][i]      t < n_tokens, o < n_out, i < n_in
+//
+// W is stored as GGUF lays it out: n_out rows of n_in values each (ne0 = n_in), in any supported
+// type. Batch invariance: out[t][o] is bit-identical whatever n_tokens is, whatever the other rows
+// of x hold, and whatever the thread count; only the ISA variant may change the bits.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "tensor/dtype.h"
+
+namespace trellis {
+
+struct WeightView {
+  DType type;
+  const void* data;  // n_out rows of row_bytes(type, n_in) bytes
+  int64_t n_in;      // row length: the reduction dimension
+  int64_t n_out;     // number of rows: output features
+};
+
+// Instruction-set variants. SCALAR is the portable reference that the others are tested against.
+enum class KernelIsa { SCALAR, AVX2, NEON };
+std::string_view kernel_isa_name(KernelIsa isa);
+// The fastest variant this CPU supports (detected once at startup).
+KernelIsa best_kernel_isa();
+bool kernel_isa_supported(KernelIsa isa);
+
+// Scratch memory for quantized activations, reused across calls so the step loop does not
+// allocate once it has seen its largest batch.
+class MatmulScratch {
+ public:
+  uint8_t* get(size_t bytes);  // grows only when `bytes` exceeds what it holds
+
+ private:
+  std::vector<uint8_t> bytes_;
+};
+
+// Preconditions: matmul_supports(w.type); x holds n_tokens * n_in floats, out n_tokens * n_out.
+bool matmul_supports(DType type);
+void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* out, ThreadPool& pool,
+            MatmulScratch& scratch);
+// The same with an explicit variant (tests and benchmarks); precondition: kernel_isa_supported(isa).
+void matmul(KernelIsa isa, const WeightView& w, const float* x, int64_t n_tokens, float* out,
+            ThreadPool& pool, MatmulScratch& scratch);
+
+}  // namespace trellis
