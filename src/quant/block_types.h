@@ -1,0 +1,121 @@
+// The blocks of the GGUF quantized types, mirrored byte for byte (GGUF stores arrays of these
+// back to back, little-endian, without padding). Field names follow the format definitions
+// (ggml-common.h), and so do the type names: a kernel written against the format reads the same.
+//
+// Fields named d, m, dmin hold raw IEEE f16 bits (see half.h). Every block is 2-aligned and has
+// an even size, so the blocks of a row that starts 2-aligned are all properly aligned; GGUF tensor
+// data starts 32-aligned. Access blocks through pointers only when that holds.
+//
+// Element i of a block (i counted from 0) is stored as follows; "q" is the unsigned code.
+//   q4_0: q = i < 16 ? qs[i] & 0xf : qs[i - 16] >> 4;                  x = (q - 8) * d
+//   q4_1: q as q4_0;                                                   x = q * d + m
+//   q5_0: q = (4-bit code as q4_0) | (bit i of qh, as a little-endian uint32) << 4;
+//                                                                      x = (q - 16) * d
+//   q5_1: q as q5_0;                                                   x = q * d + m
+//   q8_0:                                                              x = qs[i] * d
+//   q4_K: 256 values in 8 sub-blocks of 32, sub-block j = i / 32 with 6-bit scale sc[j] and
+//         min mn[j] (see unpack_k_scale_min); sub-blocks 2c and 2c+1 share qs[32c, 32c+32):
+//         q = j even ? qs[32c + i % 32] & 0xf : qs[32c + i % 32] >> 4   (c = i / 64)
+//                                                     x = (d * sc[j]) * q - (dmin * mn[j])
+//   q5_K: as q4_K, plus bit j of qh[i % 32] as bit 4 of q.
+//   q6_K: 256 values in two halves of 128 (h = i / 128); within a half, r = i % 128 falls in
+//         quarter k = r / 32 at lane l = r % 32. Low 4 bits: ql[64h + l + 32 (k & 1)], the low
+//         nibble for k < 2 and the high nibble for k >= 2; high 2 bits: (qh[32h + l] >> 2k) & 3.
+//         scales[i / 16] is a signed 8-bit scale of each run of 16.
+//                                                     x = (d * scales[i / 16]) * (q - 32)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace trellis {
+
+// Elements per block of the 32-wide formats (q4_0 .. q8_0).
+inline constexpr int kQk = 32;
+// Elements per super-block of the K formats.
+inline constexpr int kQkK = 256;
+// Bytes of the packed 6-bit scales and mins of q4_K and q5_K.
+inline constexpr int kKScaleBytes = 12;
+
+struct block_q4_0 {
+  uint16_t d;           // f16 scale
+  uint8_t qs[kQk / 2];  // element i in the low nibble of qs[i], element i + 16 in the high one
+};
+
+struct block_q4_1 {
+  uint16_t d;  // f16 scale
+  uint16_t m;  // f16 offset (the block minimum)
+  uint8_t qs[kQk / 2];
+};
+
+struct block_q5_0 {
+  uint16_t d;           // f16 scale
+  uint8_t qh[4];        // bit i (of the little-endian uint32) is bit 4 of element i
+  uint8_t qs[kQk / 2];  // low 4 bits, packed as q4_0
+};
+
+struct block_q5_1 {
+  uint16_t d;  // f16 scale
+  uint16_t m;  // f16 offset (the block minimum)
+  uint8_t qh[4];
+  uint8_t qs[kQk / 2];
+};
+
+struct block_q8_0 {
+  uint16_t d;  // f16 scale
+  int8_t qs[kQk];
+};
+
+struct block_q4_K {
+  uint16_t d;                    // f16 super-block scale of the 6-bit sub-block scales
+  uint16_t dmin;                 // f16 super-block scale of the 6-bit sub-block mins
+  uint8_t scales[kKScaleBytes];  // 8 scales and 8 mins, 6 bits each (unpack_k_scale_min)
+  uint8_t qs[kQkK / 2];          // 4-bit codes, see the table above
+};
+
+struct block_q5_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[kKScaleBytes];
+  uint8_t qh[kQkK / 8];  // bit j of qh[l] is bit 4 of element 32 j + l
+  uint8_t qs[kQkK / 2];  // low 4 bits, packed as q4_K
+};
+
+struct block_q6_K {
+  uint8_t ql[kQkK / 2];      // low 4 bits
+  uint8_t qh[kQkK / 4];      // high 2 bits
+  int8_t scales[kQkK / 16];  // signed scale of each run of 16 elements
+  uint16_t d;                // f16 super-block scale
+};
+
+static_assert(sizeof(block_q4_0) == 18 && alignof(block_q4_0) == 2);
+static_assert(sizeof(block_q4_1) == 20 && alignof(block_q4_1) == 2);
+static_assert(sizeof(block_q5_0) == 22 && alignof(block_q5_0) == 2);
+static_assert(sizeof(block_q5_1) == 24 && alignof(block_q5_1) == 2);
+static_assert(sizeof(block_q8_0) == 34 && alignof(block_q8_0) == 2);
+static_assert(sizeof(block_q4_K) == 144 && alignof(block_q4_K) == 2);
+static_assert(sizeof(block_q5_K) == 176 && alignof(block_q5_K) == 2);
+static_assert(sizeof(block_q6_K) == 210 && alignof(block_q6_K) == 2);
+static_assert(offsetof(block_q5_0, qs) == 6 && offsetof(block_q5_1, qs) == 8);
+static_assert(offsetof(block_q4_K, qs) == 16 && offsetof(block_q5_K, qs) == 48);
+static_assert(offsetof(block_q6_K, scales) == 192 && offsetof(block_q6_K, d) == 208);
+
+// The 6-bit scale and min of sub-block j (0..7) of a q4_K / q5_K super-block.
+// The 12 bytes hold, for k = 0..3 (bit 7 on the left; hi2 = bits 5:4, lo4 = bits 3:0 of a
+// 6-bit value):
+//   byte k:      [ hi2(sc[k+4]) | sc[k] ]
+//   byte 4 + k:  [ hi2(mn[k+4]) | mn[k] ]
+//   byte 8 + k:  [ lo4(mn[k+4]) | lo4(sc[k+4]) ]
+struct KScaleMin {
+  uint8_t scale;  // 0..63
+  uint8_t min;    // 0..63
+};
+inline KScaleMin unpack_k_scale_min(const uint8_t* scales, int j) {
+  if (j < 4) {
+    return {static_cast<uint8_t>(scales[j] & 0x3f), static_cast<uint8_t>(scales[j + 4] & 0x3f)};
+  }
+  return {static_cast<uint8_t>((scales[j + 4] & 0x0f) | ((scales[j - 4] >> 6) << 4)),
+          static_cast<uint8_t>((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4))};
+}
+
+}  // namespace trellis

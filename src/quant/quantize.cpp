@@ -1,0 +1,212 @@
+// Scalar reference quantization. Each routine follows the format's reference definition
+// (the reference quantizers that define the bytes of GGUF files), including the order of its
+// float operations, so the bytes match the reference's (given IEEE f32 without FMA contraction):
+//
+//   q8_0: d = amax / 127;               q = roundf(x * (1/d))
+//   q4_0: d = max / -8  (max: the value of largest magnitude, sign kept, first one wins);
+//         q = min(15, trunc(x * (1/d) + 8.5))
+//   q5_0: d = max / -16;                q = min(31, trunc(x * (1/d) + 16.5))
+//   q4_1: d = (max - min) / 15, m = min; q = min(15, trunc((x - min) * (1/d) + 0.5))
+//   q5_1: d = (max - min) / 31, m = min; q = trunc((x - min) * (1/d) + 0.5)
+//
+// The codes are computed with the f32 scale d, before it is rounded to the stored f16. A block
+// whose scale is 0 (all zeros, or all equal for q4_1 / q5_1) stores d = 0 (-0, f16 0x8000, for
+// q4_0 / q5_0, since 0 / -8 = -0) and uses 1/d := 0, so no division by zero and no NaN.
+// Precondition: inputs are finite.
+#include <algorithm>
+#include <cassert>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "quant/block_types.h"
+#include "quant/half.h"
+#include "quant/quant.h"
+
+namespace trellis {
+namespace {
+
+// The value of largest magnitude in x[0, n), sign kept; the first one wins a tie of magnitudes.
+float signed_absmax(const float* x, int n) {
+  float amax = 0.0f;
+  float max = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    if (amax < std::fabs(x[i])) {
+      amax = std::fabs(x[i]);
+      max = x[i];
+    }
+  }
+  return max;
+}
+
+float inverse_or_zero(float d) {
+  return d != 0.0f ? 1.0f / d : 0.0f;
+}
+
+// roundf: nearest integer, halves away from zero, for |v| < 2^23. Written out because roundf is a
+// library call on baseline x86-64. v - trunc(v) is exact in that range, so the comparison with
+// 0.5 decides exactly; adding 0.5 before truncating would not (0.49999997f + 0.5f rounds to 1).
+int round_half_away_from_zero(float v) {
+  int i = static_cast<int>(v);
+  const float fraction = v - static_cast<float>(i);
+  i += (fraction >= 0.5f) - (fraction <= -0.5f);
+  return i;
+}
+
+// Writes the little-endian uint32 of high bits of a q5 block.
+void store_qh(uint32_t qh, uint8_t* out) {
+  for (int k = 0; k < 4; ++k) out[k] = static_cast<uint8_t>(qh >> (8 * k));
+}
+
+void quantize_f16(const float* src, uint16_t* dst, int64_t n_elems) {
+  for (int64_t i = 0; i < n_elems; ++i) dst[i] = f32_to_f16(src[i]);
+}
+
+void quantize_bf16(const float* src, uint16_t* dst, int64_t n_elems) {
+  for (int64_t i = 0; i < n_elems; ++i) dst[i] = f32_to_bf16(src[i]);
+}
+
+void quantize_q8_0(const float* src, block_q8_0* blocks, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b, src += kQk) {
+    float amax = 0.0f;
+    for (int l = 0; l < kQk; ++l) amax = std::max(amax, std::fabs(src[l]));
+    const float d = amax / 127.0f;
+    const float id = inverse_or_zero(d);
+    blocks[b].d = f32_to_f16(d);
+    // |x * id| <= 127 up to one rounding, so roundf lands in [-127, 127].
+    for (int l = 0; l < kQk; ++l)
+      blocks[b].qs[l] = static_cast<int8_t>(round_half_away_from_zero(src[l] * id));
+  }
+}
+
+void quantize_q4_0(const float* src, block_q4_0* blocks, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b, src += kQk) {
+    const float d = signed_absmax(src, kQk) / -8.0f;
+    const float id = inverse_or_zero(d);
+    blocks[b].d = f32_to_f16(d);
+    // x * id lies in [-8, 8] (up to rounding), so x * id + 8.5 truncates to 0..16; clamp 16.
+    for (int l = 0; l < kQk / 2; ++l) {
+      const int q0 = std::min(15, static_cast<int>(static_cast<int8_t>(src[l] * id + 8.5f)));
+      const int q1 =
+          std::min(15, static_cast<int>(static_cast<int8_t>(src[l + kQk / 2] * id + 8.5f)));
+      blocks[b].qs[l] = static_cast<uint8_t>(q0 | (q1 << 4));
+    }
+  }
+}
+
+void quantize_q4_1(const float* src, block_q4_1* blocks, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b, src += kQk) {
+    float min = FLT_MAX;
+    float max = -FLT_MAX;
+    for (int l = 0; l < kQk; ++l) {
+      if (src[l] < min) min = src[l];
+      if (src[l] > max) max = src[l];
+    }
+    const float d = (max - min) / 15.0f;
+    const float id = inverse_or_zero(d);
+    blocks[b].d = f32_to_f16(d);
+    blocks[b].m = f32_to_f16(min);
+    // (x - min) * id lies in [0, 15], so + 0.5 truncates to 0..15 (clamped for rounding noise).
+    for (int l = 0; l < kQk / 2; ++l) {
+      const int q0 =
+          std::min(15, static_cast<int>(static_cast<int8_t>((src[l] - min) * id + 0.5f)));
+      const int q1 =
+          std::min(15, static_cast<int>(static_cast<int8_t>((src[l + kQk / 2] - min) * id + 0.5f)));
+      blocks[b].qs[l] = static_cast<uint8_t>(q0 | (q1 << 4));
+    }
+  }
+}
+
+void quantize_q5_0(const float* src, block_q5_0* blocks, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b, src += kQk) {
+    const float d = signed_absmax(src, kQk) / -16.0f;
+    const float id = inverse_or_zero(d);
+    blocks[b].d = f32_to_f16(d);
+    uint32_t qh = 0;
+    for (int l = 0; l < kQk / 2; ++l) {
+      const int q0 = std::min(31, static_cast<int>(static_cast<int8_t>(src[l] * id + 16.5f)));
+      const int q1 =
+          std::min(31, static_cast<int>(static_cast<int8_t>(src[l + kQk / 2] * id + 16.5f)));
+      blocks[b].qs[l] = static_cast<uint8_t>((q0 & 0x0f) | ((q1 & 0x0f) << 4));
+      qh |= static_cast<uint32_t>(q0 >> 4) << l;
+      qh |= static_cast<uint32_t>(q1 >> 4) << (l + kQk / 2);
+    }
+    store_qh(qh, blocks[b].qh);
+  }
+}
+
+void quantize_q5_1(const float* src, block_q5_1* blocks, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b, src += kQk) {
+    float min = FLT_MAX;
+    float max = -FLT_MAX;
+    for (int l = 0; l < kQk; ++l) {
+      if (src[l] < min) min = src[l];
+      if (src[l] > max) max = src[l];
+    }
+    const float d = (max - min) / 31.0f;
+    const float id = inverse_or_zero(d);
+    blocks[b].d = f32_to_f16(d);
+    blocks[b].m = f32_to_f16(min);
+    uint32_t qh = 0;
+    // The definition has no clamp here: (x - min) * id + 0.5 stays below 32 for finite inputs;
+    // only the low 5 bits are stored either way.
+    for (int l = 0; l < kQk / 2; ++l) {
+      const int q0 = static_cast<uint8_t>((src[l] - min) * id + 0.5f);
+      const int q1 = static_cast<uint8_t>((src[l + kQk / 2] - min) * id + 0.5f);
+      blocks[b].qs[l] = static_cast<uint8_t>((q0 & 0x0f) | ((q1 & 0x0f) << 4));
+      qh |= static_cast<uint32_t>((q0 >> 4) & 1) << l;
+      qh |= static_cast<uint32_t>((q1 >> 4) & 1) << (l + kQk / 2);
+    }
+    store_qh(qh, blocks[b].qh);
+  }
+}
+
+}  // namespace
+
+bool can_quantize(DType type) {
+  switch (type) {
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16:
+    case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q8_0:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void quantize_row(DType type, const float* src, void* dst, int64_t n_elems) {
+  assert(can_quantize(type));
+  assert(reinterpret_cast<uintptr_t>(dst) % alignof(uint16_t) == 0);
+  const int64_t block_elems = dtype_info(type).block_elems;
+  assert(n_elems >= 0 && n_elems % block_elems == 0);
+  const int64_t n_blocks = n_elems / block_elems;
+  switch (type) {
+    case DType::F32:
+      if (n_elems > 0) std::memcpy(dst, src, static_cast<size_t>(n_elems) * sizeof(float));
+      return;
+    case DType::F16:
+      return quantize_f16(src, static_cast<uint16_t*>(dst), n_elems);
+    case DType::BF16:
+      return quantize_bf16(src, static_cast<uint16_t*>(dst), n_elems);
+    case DType::Q4_0:
+      return quantize_q4_0(src, static_cast<block_q4_0*>(dst), n_blocks);
+    case DType::Q4_1:
+      return quantize_q4_1(src, static_cast<block_q4_1*>(dst), n_blocks);
+    case DType::Q5_0:
+      return quantize_q5_0(src, static_cast<block_q5_0*>(dst), n_blocks);
+    case DType::Q5_1:
+      return quantize_q5_1(src, static_cast<block_q5_1*>(dst), n_blocks);
+    case DType::Q8_0:
+      return quantize_q8_0(src, static_cast<block_q8_0*>(dst), n_blocks);
+    default:
+      assert(false && "quantize_row: unsupported type");
+  }
+}
+
+}  // namespace trellis
