@@ -1,7 +1,9 @@
 # Shared compile settings and a helper that declares one engine module as a static library.
 
 add_library(trellis_options INTERFACE)
-target_compile_options(trellis_options INTERFACE -Wall -Wextra -Wpedantic)
+# No implicit fused multiply-add: scalar results must not change with the compiler's mood or the
+# target ISA (reference kernels are compared bit for bit; explicit FMA intrinsics are unaffected).
+target_compile_options(trellis_options INTERFACE -Wall -Wextra -Wpedantic -ffp-contract=off)
 if(TRELLIS_WERROR)
   target_compile_options(trellis_options INTERFACE -Werror)
 endif()

@@ -1,0 +1,55 @@
+// The one struct handed to the forward pass: a flat list of tokens from one or more sequences,
+// prefill chunks and single decode tokens alike.
+//
+//   rows:      | seq 0: prefill chunk (positions 5..9) | seq 1: decode (pos 41) | seq 2: ... |
+//   sequences: {rows [0,5), blocks of seq 0}, {rows [5,6), blocks of seq 1}, ...
+//
+// A token at position p of a sequence attends to that sequence's positions [0, p]; its own key and
+// value are written to block block_table[p / B], slot p % B before attention reads them. Positions
+// below the chunk's first one must already be in the KV cache (computed earlier or shared).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tokenizer/vocab.h"
+
+namespace trellis {
+
+struct BatchSequence {
+  int32_t row_begin = 0;  // this sequence's rows are [row_begin, row_end), positions consecutive
+  int32_t row_end = 0;
+  std::vector<int32_t> block_table;  // block ids covering positions [0, last position]
+};
+
+struct ForwardBatch {
+  std::vector<TokenId> tokens;     // [n_rows]
+  std::vector<int32_t> positions;  // [n_rows]
+  std::vector<BatchSequence> sequences;
+  std::vector<int32_t> output_rows;  // rows whose logits are wanted, in output order
+
+  int32_t n_rows() const { return static_cast<int32_t>(tokens.size()); }
+  void clear() {
+    tokens.clear();
+    positions.clear();
+    sequences.clear();
+    output_rows.clear();
+  }
+  // Appends `n` tokens of one sequence starting at `first_position`. When `want_last_logits`, the
+  // last of them is added to output_rows.
+  void add_sequence(const TokenId* ids, int32_t n, int32_t first_position,
+                    std::vector<int32_t> block_table, bool want_last_logits) {
+    BatchSequence seq;
+    seq.row_begin = n_rows();
+    for (int32_t i = 0; i < n; ++i) {
+      tokens.push_back(ids[i]);
+      positions.push_back(first_position + i);
+    }
+    seq.row_end = n_rows();
+    seq.block_table = std::move(block_table);
+    sequences.push_back(std::move(seq));
+    if (want_last_logits && n > 0) output_rows.push_back(n_rows() - 1);
+  }
+};
+
+}  // namespace trellis

@@ -1,0 +1,39 @@
+// Causal attention over a block-paged KV cache, grouped-query heads.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "kv/kv_storage.h"
+
+namespace trellis {
+
+// One query row: its position p and the block table through which it reads positions [0, p].
+struct AttentionRow {
+  int32_t position;
+  const int32_t* block_table;
+};
+
+// Per-thread buffers for attention scores, sized for the longest context once.
+class AttentionScratch {
+ public:
+  float* scores(int thread, int64_t n);  // grows only when n exceeds what that thread holds
+
+ private:
+  std::vector<std::vector<float>> per_thread_;
+};
+
+// Writes the key and value of one token (n_kv_heads x head_dim f32 each) into its slot.
+void kv_write(KvStorage& kv, int64_t layer, const AttentionRow& row, const float* k,
+              const float* v);
+
+// For every row r and query head h (kv head h / (n_head / n_kv_heads)):
+//   out[r][h] = sum_j softmax_j(q[r][h] . K[j] * scale) V[j],  j in [0, position_r]
+// q: [n_rows][n_head * head_dim], out: same shape. Each (row, head) is computed by one thread in a
+// fixed order, so results do not depend on the batch or the thread count.
+void paged_attention(const KvStorage& kv, int64_t layer, const AttentionRow* rows, int64_t n_rows,
+                     int64_t n_head, const float* q, float* out, ThreadPool& pool,
+                     AttentionScratch& scratch);
+
+}  // namespace trellis

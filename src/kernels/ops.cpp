@@ -1,0 +1,44 @@
+#include "kernels/ops.h"
+
+#include <cmath>
+
+namespace trellis {
+
+void rms_norm_row(const float* x, const float* weight, int64_t n, float eps, float* out) {
+  // Sum of squares in double, in index order: accurate and the same for every batch.
+  double sum_sq = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum_sq += static_cast<double>(x[i]) * x[i];
+  const float scale = static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(n) + eps));
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
+}
+
+void rope_row(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, int32_t position,
+              float freq_base, float freq_scale) {
+  const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(n_rot));
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* head = x + h * head_dim;
+    float theta = static_cast<float>(position) * freq_scale;
+    for (int64_t i = 0; i < n_rot; i += 2) {
+      const float cos_t = std::cos(theta);
+      const float sin_t = std::sin(theta);
+      const float a = head[i];
+      const float b = head[i + 1];
+      head[i] = a * cos_t - b * sin_t;
+      head[i + 1] = a * sin_t + b * cos_t;
+      theta *= theta_scale;
+    }
+  }
+}
+
+void silu_mul_row(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void add_row(float* x, const float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+}  // namespace trellis
