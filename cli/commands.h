@@ -9,5 +9,7 @@ namespace trellis::cli {
 void add_model_commands(CLI::App& app, int& exit_code);
 void add_tokenize_commands(CLI::App& app, int& exit_code);
 void add_demo_command(CLI::App& app, int& exit_code);
+void add_generate_command(CLI::App& app, int& exit_code);
+void add_logits_command(CLI::App& app, int& exit_code);
 
 }  // namespace trellis::cli

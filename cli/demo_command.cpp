@@ -1,13 +1,11 @@
 // `trellis demo`: the README's first command. Creates the built-in default model when it is
-// missing, then shows what the engine can do with it so far.
+// missing (or uses -m FILE), prints its summary, tokenizes a sample prompt and generates from it.
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 
 #include "commands.h"
-#include "gguf/gguf_file.h"
-#include "load_tokenizer.h"
+#include "generator_options.h"
 #include "model/model_presets.h"
 #include "model/synth_model.h"
 #include "model_summary.h"
@@ -21,57 +19,77 @@ constexpr const char* kDefaultPreset = "tinyllama-1.1b";
 constexpr const char* kSamplePrompt =
     "Once upon a time, a little cache shared its prefix with everyone.";
 
-// $TRELLIS_CACHE_DIR, else $XDG_CACHE_HOME/trellis, else ~/.cache/trellis.
-fs::path cache_dir() {
-  if (const char* dir = std::getenv("TRELLIS_CACHE_DIR")) return dir;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME")) return fs::path(xdg) / "trellis";
-  if (const char* home = std::getenv("HOME")) return fs::path(home) / ".cache" / "trellis";
-  return fs::temp_directory_path() / "trellis-cache";
-}
-
-Result<std::string> ensure_default_model() {
-  fs::path dir = cache_dir();
+Status ensure_default_model(const std::string& path) {
+  if (fs::exists(path)) return {};
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return Error{dir.string() + ": cannot create cache directory: " + ec.message()};
-  fs::path path = dir / (std::string(kDefaultPreset) + "-q4_0.gguf");
-  if (fs::exists(path)) return path.string();
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  if (ec) return Error{path + ": cannot create its directory: " + ec.message()};
   std::fprintf(stderr, "creating the default model %s (once)\n", path.c_str());
-  fs::path partial = path;
-  partial += ".partial";
-  SynthOptions options{
-      *find_model_preset(kDefaultPreset), DType::Q4_0, 0, "", partial.string(), 0, true};
+  const std::string partial = path + ".partial";
+  SynthOptions options{*find_model_preset(kDefaultPreset), DType::Q4_0, 0, "", partial, 0, true};
   TRELLIS_TRY(synthesize_model(options));
-  fs::rename(partial, path, ec);  // appears only when complete
-  if (ec) return Error{path.string() + ": cannot move the new model in place: " + ec.message()};
-  return path.string();
+  fs::rename(partial, path, ec);  // the model appears only when complete
+  if (ec) return Error{path + ": cannot move the new model in place: " + ec.message()};
+  return {};
 }
 
-int run_demo() {
-  Result<std::string> path = ensure_default_model();
-  if (!path.ok()) {
-    std::fprintf(stderr, "error: %s\n", path.error().message.c_str());
-    return 1;
-  }
-  Result<GgufFile> file = GgufFile::open(*path);
-  if (!file.ok()) {
-    std::fprintf(stderr, "error: %s\n", file.error().message.c_str());
-    return 1;
-  }
-  std::printf("== default model\n%s\n", model_summary_text(*file).c_str());
-  Result<std::unique_ptr<Tokenizer>> tokenizer = load_tokenizer(*path);
-  if (!tokenizer.ok()) {
-    std::fprintf(stderr, "error: %s\n", tokenizer.error().message.c_str());
-    return 1;
-  }
-  const Tokenizer& tok = **tokenizer;
-  std::vector<TokenId> ids =
-      tok.encode(kSamplePrompt, /*add_special=*/true, /*parse_special=*/false);
+void print_tokens(const Tokenizer& tok, const std::vector<TokenId>& ids) {
   std::printf("== tokenizing a sample prompt\nprompt: %s\n%zu tokens:", kSamplePrompt, ids.size());
   for (TokenId id : ids) std::printf(" %d", id);
   std::printf("\npieces:");
   for (TokenId id : ids) std::printf(" [%s]", tok.token_to_piece(id, true).c_str());
-  std::printf("\ndecoded: %s\n", tok.decode(ids).c_str());
+  std::printf("\n\n");
+}
+
+int run_demo(GeneratorOptions& options) {
+  const bool own_model = options.model.empty();
+  if (own_model) {
+    options.model = default_model_path();
+    Status status = ensure_default_model(options.model);
+    if (!status.ok()) {
+      std::fprintf(stderr, "error: %s\n", status.error().message.c_str());
+      return 1;
+    }
+  }
+  Result<GeneratorConfig> config = options.config();
+  if (!config.ok()) {
+    std::fprintf(stderr, "error: %s\n", config.error().message.c_str());
+    return 1;
+  }
+  Result<std::unique_ptr<Generator>> generator = Generator::create(options.model, *config);
+  if (!generator.ok()) {
+    std::fprintf(stderr, "error: %s\n", generator.error().message.c_str());
+    return 1;
+  }
+  Generator& gen = **generator;
+  std::printf("== model\n%s\n", model_summary_text(gen.file()).c_str());
+  GenerationRequest request;
+  request.prompt =
+      gen.tokenizer().encode(kSamplePrompt, /*add_special=*/true, /*parse_special=*/false);
+  print_tokens(gen.tokenizer(), request.prompt);
+
+  std::printf("== generating 32 tokens (greedy) on %d threads\n", gen.n_threads());
+  if (own_model) {
+    std::printf("(the default model has random weights: expect fluent nonsense, not meaning)\n");
+  }
+  request.max_tokens = 32;
+  request.sampling.temperature = 0.0f;
+  request.ignore_eos = true;
+  std::printf("%s", kSamplePrompt);
+  Result<GenerationResult> result = gen.generate(request, [](std::string_view text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  });
+  if (!result.ok()) {
+    std::fprintf(stderr, "\nerror: %s\n", result.error().message.c_str());
+    return 1;
+  }
+  const GenerationTimings& t = result->timings;
+  std::printf(
+      "\n\nprompt: %d tokens at %.1f tokens/s; generation: %d tokens at %.1f tokens/s; "
+      "first token after %.0f ms\n",
+      t.n_prompt_tokens, t.prompt_tokens_per_s(), t.n_generated_tokens, t.generation_tokens_per_s(),
+      t.ttft_ms);
   return 0;
 }
 
@@ -79,8 +97,10 @@ int run_demo() {
 
 void add_demo_command(CLI::App& app, int& exit_code) {
   CLI::App* demo =
-      app.add_subcommand("demo", "Create the default model if needed and show it at work");
-  demo->callback([&exit_code] { exit_code = run_demo(); });
+      app.add_subcommand("demo", "Show the engine at work on the default model (or -m FILE)");
+  auto options = std::make_shared<GeneratorOptions>();
+  options->add_to(*demo, /*model_required=*/false);
+  demo->callback([&exit_code, options] { exit_code = run_demo(*options); });
 }
 
 }  // namespace trellis::cli

@@ -9,6 +9,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   trellis::cli::add_demo_command(app, exit_code);
+  trellis::cli::add_generate_command(app, exit_code);
+  trellis::cli::add_logits_command(app, exit_code);
   trellis::cli::add_model_commands(app, exit_code);
   trellis::cli::add_tokenize_commands(app, exit_code);
   CLI11_PARSE(app, argc, argv);

@@ -49,7 +49,8 @@ int run_synth(const SynthArgs& args) {
   }
   std::optional<DType> type = dtype_from_name(args.type);
   if (!type || !is_synth_type(*type)) {
-    std::fprintf(stderr, "error: unsupported type '%s' (f32, f16, q8_0, q4_0)\n",
+    std::fprintf(stderr,
+                 "error: unsupported type '%s' (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1)\n",
                  args.type.c_str());
     return 1;
   }
@@ -82,7 +83,9 @@ void add_model_commands(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<SynthArgs>();
   synth->add_option("--preset", args->preset, "Shape preset: " + preset_names())
       ->capture_default_str();
-  synth->add_option("--type", args->type, "Weight type: f32, f16, q8_0, q4_0")
+  synth
+      ->add_option("--type", args->type,
+                   "Weight type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1")
       ->capture_default_str();
   synth->add_option("--seed", args->seed, "Random seed")->capture_default_str();
   synth->add_option("--vocab-from", args->vocab_from, "Copy the tokenizer of this GGUF");

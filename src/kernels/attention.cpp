@@ -9,6 +9,8 @@
 namespace trellis {
 namespace {
 
+constexpr int64_t kMinParallelWork = 1 << 15;  // multiply-adds below which one thread is faster
+
 // Reads element `i` of a run of f16 or f32 values.
 inline float load(const uint8_t* run, int64_t i, KvType type) {
   if (type == KvType::F32) {
@@ -102,8 +104,12 @@ void paged_attention(const KvStorage& kv, int64_t layer, const AttentionRow* row
   for (int64_t r = 0; r < n_rows; ++r) max_position = std::max(max_position, rows[r].position);
   // Reserve every thread's buffer before the parallel region (no allocation inside it).
   for (int t = 0; t < pool.size(); ++t) scratch.scores(t, max_position + 1);
-  pool.run([&](int thread) {
-    auto [begin, end] = split_range(n_rows * n_head, 1, thread, pool.size());
+  // Small problems run on the calling thread: waking workers would cost more than the work.
+  // Either way each (row, head) is computed the same way, so results are identical.
+  const int64_t work = n_rows * n_head * (max_position + 1) * head_dim;
+  const int n_threads = work < kMinParallelWork ? 1 : pool.size();
+  auto task = [&](int thread) {
+    auto [begin, end] = split_range(n_rows * n_head, 1, thread, n_threads);
     float* scores = scratch.scores(thread, max_position + 1);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t r = item / n_head;
@@ -111,7 +117,12 @@ void paged_attention(const KvStorage& kv, int64_t layer, const AttentionRow* row
       const int64_t offset = (r * n_head + h) * head_dim;
       attend_head(kv, layer, h / group, rows[r], q + offset, out + offset, scores);
     }
-  });
+  };
+  if (n_threads == 1) {
+    task(0);
+  } else {
+    pool.run(task);
+  }
 }
 
 }  // namespace trellis

@@ -160,24 +160,20 @@ void encode_rows(const SynthTensor& t, size_t tensor_index, uint64_t seed, int64
       fill_normal(scratch.data(), cols, row_seed(seed, tensor_index, row));
     }
     uint8_t* dst = out + static_cast<uint64_t>(row - row_begin) * stride;
-    if (t.type == DType::F32) {
-      std::copy_n(reinterpret_cast<const uint8_t*>(scratch.data()), stride, dst);
-    } else {
-      quantize_row(t.type, scratch.data(), dst, cols);
-    }
+    quantize_row(t.type, scratch.data(), dst, cols);
   }
 }
 
 }  // namespace
 
 bool is_synth_type(DType type) {
-  return type == DType::F32 || type == DType::F16 || type == DType::Q8_0 || type == DType::Q4_0;
+  return can_quantize(type);
 }
 
 Status synthesize_model(const SynthOptions& options) {
   if (!is_synth_type(options.type)) {
     return Error{"model synth: type " + std::string(dtype_name(options.type)) +
-                 " is not supported (f32, f16, q8_0, q4_0)"};
+                 " is not supported (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1)"};
   }
   LlamaHParams hp = options.preset.hparams;
   GgufWriter writer;

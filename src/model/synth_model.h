@@ -20,7 +20,8 @@ struct SynthOptions {
   bool show_progress = true;
 };
 
-// Weight types synthesis supports: f32, f16, q8_0, q4_0.
+// Weight types synthesis supports: those quantize_row can write (f32, f16, bf16, q8_0, q4_0,
+// q4_1, q5_0, q5_1).
 bool is_synth_type(DType type);
 
 // Weights are N(0, 0.02²) per element, norms 1.0; the same seed gives byte-identical files

@@ -1,0 +1,56 @@
+#include "generator_options.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace trellis::cli {
+
+namespace fs = std::filesystem;
+
+void GeneratorOptions::add_to(CLI::App& app, bool model_required) {
+  CLI::Option* m = app.add_option("-m,--model", model, "GGUF model file");
+  if (model_required) m->required();
+  app.add_option("-t,--threads", threads, "Threads (default: all cores)");
+  app.add_option("--ctx", n_ctx, "Context length in tokens (default: the model's)");
+  app.add_option("--block-size", block_size, "KV cache block size in tokens")
+      ->capture_default_str();
+  app.add_option("--kv-type", kv_type, "KV cache element type: f16 or f32")->capture_default_str();
+  app.add_option("--batch-tokens", batch_tokens, "Prefill chunk size in tokens")
+      ->capture_default_str();
+}
+
+Result<GeneratorConfig> GeneratorOptions::config() const {
+  GeneratorConfig config;
+  config.n_threads = threads;
+  config.n_ctx = n_ctx;
+  config.block_size = block_size;
+  config.max_batch_tokens = batch_tokens;
+  if (kv_type == "f16") {
+    config.kv_type = KvType::F16;
+  } else if (kv_type == "f32") {
+    config.kv_type = KvType::F32;
+  } else {
+    return Error{"--kv-type must be f16 or f32, not '" + kv_type + "'"};
+  }
+  if (threads < 0 || n_ctx < 0 || block_size <= 0 || batch_tokens <= 0) {
+    return Error{
+        "--threads/--ctx must not be negative; --block-size/--batch-tokens must be positive"};
+  }
+  return config;
+}
+
+std::string default_model_path() {
+  fs::path dir;
+  if (const char* env = std::getenv("TRELLIS_CACHE_DIR")) {
+    dir = env;
+  } else if (const char* xdg = std::getenv("XDG_CACHE_HOME")) {
+    dir = fs::path(xdg) / "trellis";
+  } else if (const char* home = std::getenv("HOME")) {
+    dir = fs::path(home) / ".cache" / "trellis";
+  } else {
+    dir = fs::temp_directory_path() / "trellis-cache";
+  }
+  return (dir / "tinyllama-1.1b-q4_0.gguf").string();
+}
+
+}  // namespace trellis::cli

@@ -1,0 +1,28 @@
+// Options shared by the subcommands that run the model (generate, logits, bench speed).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "engine/generator.h"
+
+namespace trellis::cli {
+
+struct GeneratorOptions {
+  std::string model;
+  int threads = 0;
+  int32_t n_ctx = 0;
+  int32_t block_size = 32;
+  std::string kv_type = "f16";
+  int32_t batch_tokens = 256;
+
+  // Registers -m, -t, --ctx, --block-size, --kv-type, --batch-tokens on `app`.
+  void add_to(CLI::App& app, bool model_required);
+  // The config, or an error for a bad value.
+  Result<GeneratorConfig> config() const;
+};
+
+// The default model's path (created by `trellis demo` when missing).
+std::string default_model_path();
+
+}  // namespace trellis::cli

@@ -1,0 +1,77 @@
+// `trellis logits`: the top logits of prompt positions, for comparison with other implementations.
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "commands.h"
+#include "generator_options.h"
+
+namespace trellis::cli {
+namespace {
+
+struct LogitsArgs {
+  GeneratorOptions generator;
+  std::string prompt;
+  int32_t top = 10;
+  bool all_positions = false;
+  bool no_bos = false;
+  bool json = true;  // accepted for clarity; JSON is the only output format
+};
+
+int run_logits(LogitsArgs& args) {
+  if (args.generator.model.empty()) args.generator.model = default_model_path();
+  Result<GeneratorConfig> config = args.generator.config();
+  if (!config.ok()) {
+    std::fprintf(stderr, "error: %s\n", config.error().message.c_str());
+    return 1;
+  }
+  Result<std::unique_ptr<Generator>> generator = Generator::create(args.generator.model, *config);
+  if (!generator.ok()) {
+    std::fprintf(stderr, "error: %s\n", generator.error().message.c_str());
+    return 1;
+  }
+  std::vector<TokenId> tokens = (*generator)->tokenizer().encode(args.prompt, !args.no_bos, false);
+  Result<std::vector<std::vector<float>>> logits =
+      (*generator)->prompt_logits(tokens, args.all_positions);
+  if (!logits.ok()) {
+    std::fprintf(stderr, "error: %s\n", logits.error().message.c_str());
+    return 1;
+  }
+  nlohmann::json positions = nlohmann::json::array();
+  const size_t first = args.all_positions ? 0 : tokens.size() - 1;
+  for (size_t i = 0; i < logits->size(); ++i) {
+    const std::vector<float>& row = (*logits)[i];
+    std::vector<int32_t> ids(row.size());
+    std::iota(ids.begin(), ids.end(), 0);
+    const size_t k = std::min(row.size(), static_cast<size_t>(std::max(args.top, 1)));
+    // Highest logit first; equal logits in id order.
+    std::partial_sort(
+        ids.begin(), ids.begin() + static_cast<ptrdiff_t>(k), ids.end(), [&](int32_t a, int32_t b) {
+          return row[static_cast<size_t>(a)] > row[static_cast<size_t>(b)] ||
+                 (row[static_cast<size_t>(a)] == row[static_cast<size_t>(b)] && a < b);
+        });
+    nlohmann::json top = nlohmann::json::array();
+    for (size_t j = 0; j < k; ++j) top.push_back({ids[j], row[static_cast<size_t>(ids[j])]});
+    positions.push_back({{"pos", first + i}, {"token", tokens[first + i]}, {"top", top}});
+  }
+  std::printf("%s\n", nlohmann::json{{"positions", positions}}.dump().c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_logits_command(CLI::App& app, int& exit_code) {
+  CLI::App* cmd =
+      app.add_subcommand("logits", "Print the top logits of the prompt's last (or every) position");
+  auto args = std::make_shared<LogitsArgs>();
+  args->generator.add_to(*cmd, /*model_required=*/false);
+  cmd->add_option("-p,--prompt", args->prompt, "Prompt")->required();
+  cmd->add_option("--top", args->top, "How many logits per position")->capture_default_str();
+  cmd->add_flag("--all-positions", args->all_positions, "Every prompt position, not only the last");
+  cmd->add_flag("--no-bos", args->no_bos, "Do not add BOS to the prompt");
+  cmd->add_flag("--json", args->json, "Print JSON (the only format)");
+  cmd->callback([&exit_code, args] { exit_code = run_logits(*args); });
+}
+
+}  // namespace trellis::cli

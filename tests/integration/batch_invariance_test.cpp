@@ -1,0 +1,139 @@
+// A token's logits are bit-identical whether it is computed alone, in a prefill chunk of any size,
+// or in a batch with other sequences, with any thread count: the promise that lets the prefix
+// cache and continuous batching never change outputs.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "gguf/gguf_file.h"
+#include "model/llama_model.h"
+#include "model/model_presets.h"
+#include "model/synth_model.h"
+#include "test_support.h"
+
+namespace trellis {
+namespace {
+
+constexpr int32_t kBlockSize = 16;
+constexpr int32_t kBlocksPerSequence = 4;  // 64 positions
+
+struct Harness {
+  std::unique_ptr<GgufFile> file;
+  std::unique_ptr<LlamaModel> model;
+  int64_t n_vocab = 0;
+
+  explicit Harness(DType type) {
+    std::string path =
+        testing::temp_dir() + "/invariance-" + std::string(dtype_name(type)) + ".gguf";
+    SynthOptions options{*find_model_preset("tiny"), type, 11, "", path, 2, false};
+    Status status = synthesize_model(options);
+    EXPECT_TRUE(status.ok()) << status.error().message;
+    Result<GgufFile> opened = GgufFile::open(path);
+    EXPECT_TRUE(opened.ok());
+    file = std::make_unique<GgufFile>(std::move(opened).value());
+    Result<std::unique_ptr<LlamaModel>> loaded = LlamaModel::load(*file);
+    EXPECT_TRUE(loaded.ok()) << loaded.error().message;
+    model = std::move(loaded).value();
+    n_vocab = model->hparams().n_vocab;
+  }
+
+  // Runs `chunks` (each: sequence index, first position, count) as consecutive batches, every
+  // sequence in its own blocks, and returns the logits of every position of every sequence.
+  struct Chunk {
+    int seq;
+    int32_t begin;
+    int32_t count;
+  };
+  std::vector<std::vector<float>> run(const std::vector<std::vector<TokenId>>& prompts,
+                                      const std::vector<std::vector<Chunk>>& batches, int threads) {
+    KvStorage kv =
+        std::move(KvStorage::create(model->kv_layout(kBlockSize, KvType::F16),
+                                    kBlocksPerSequence * static_cast<int32_t>(prompts.size()))
+                      .value());
+    LlamaWorkspace ws(model->hparams(), 64);
+    ThreadPool pool(threads);
+    std::vector<std::vector<float>> logits(prompts.size());
+    for (size_t s = 0; s < prompts.size(); ++s)
+      logits[s].resize(prompts[s].size() * static_cast<size_t>(n_vocab));
+    for (const std::vector<Chunk>& chunks : batches) {
+      ForwardBatch batch;
+      std::vector<std::pair<int, int32_t>> owners;  // output row -> (sequence, position)
+      for (const Chunk& c : chunks) {
+        std::vector<int32_t> table;
+        for (int32_t b = 0; b < kBlocksPerSequence; ++b)
+          table.push_back(c.seq * kBlocksPerSequence + b);
+        const int32_t first_row = batch.n_rows();
+        batch.add_sequence(prompts[static_cast<size_t>(c.seq)].data() + c.begin, c.count, c.begin,
+                           table, false);
+        for (int32_t i = 0; i < c.count; ++i) {
+          batch.output_rows.push_back(first_row + i);
+          owners.emplace_back(c.seq, c.begin + i);
+        }
+      }
+      EXPECT_TRUE(model->validate_batch(batch, kv, ws).ok());
+      std::vector<float> out(batch.output_rows.size() * static_cast<size_t>(n_vocab));
+      model->forward(batch, kv, ws, pool, out.data());
+      for (size_t i = 0; i < owners.size(); ++i) {
+        auto [seq, pos] = owners[i];
+        std::memcpy(logits[static_cast<size_t>(seq)].data() +
+                        static_cast<size_t>(pos) * static_cast<size_t>(n_vocab),
+                    out.data() + i * static_cast<size_t>(n_vocab),
+                    static_cast<size_t>(n_vocab) * sizeof(float));
+      }
+    }
+    return logits;
+  }
+};
+
+std::vector<TokenId> pseudo_random_tokens(int n, uint32_t seed, int64_t n_vocab) {
+  std::vector<TokenId> out;
+  for (int i = 0; i < n; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    out.push_back(static_cast<TokenId>(3 + (seed >> 8) % static_cast<uint32_t>(n_vocab - 3)));
+  }
+  return out;
+}
+
+class BatchInvariance : public ::testing::TestWithParam<DType> {};
+
+TEST_P(BatchInvariance, LogitsDoNotDependOnBatchCompositionOrThreads) {
+  Harness h(GetParam());
+  ASSERT_NE(h.model, nullptr);
+  const std::vector<std::vector<TokenId>> prompts = {pseudo_random_tokens(40, 1, h.n_vocab),
+                                                     pseudo_random_tokens(25, 2, h.n_vocab)};
+  using Chunk = Harness::Chunk;
+  // Reference: each prompt alone, one prefill batch, one thread.
+  auto alone = h.run(prompts, {{{0, 0, 40}}, {{1, 0, 25}}}, 1);
+
+  // Decode style: one token per batch, the two sequences interleaved in the same batches.
+  std::vector<std::vector<Chunk>> decode_steps;
+  for (int32_t pos = 0; pos < 40; ++pos) {
+    std::vector<Chunk> step = {{0, pos, 1}};
+    if (pos < 25) step.push_back({1, pos, 1});
+    decode_steps.push_back(step);
+  }
+  // Mixed: chunks of different sizes, a prefill chunk of one sequence beside another's.
+  std::vector<std::vector<Chunk>> mixed = {
+      {{0, 0, 7}}, {{1, 0, 3}, {0, 7, 13}}, {{0, 20, 1}, {1, 3, 22}}, {{0, 21, 19}}};
+
+  for (int threads : {1, 2, 3}) {
+    for (const auto* schedule : {&decode_steps, &mixed}) {
+      auto got = h.run(prompts, *schedule, threads);
+      for (size_t s = 0; s < prompts.size(); ++s) {
+        ASSERT_EQ(std::memcmp(got[s].data(), alone[s].data(), got[s].size() * sizeof(float)), 0)
+            << "sequence " << s << ", " << threads << " threads, "
+            << (schedule == &mixed ? "mixed chunks" : "decode steps");
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllSynthTypes, BatchInvariance,
+                         ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0,
+                                           DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1),
+                         [](const ::testing::TestParamInfo<DType>& info) {
+                           return std::string(dtype_name(info.param));
+                         });
+
+}  // namespace
+}  // namespace trellis
