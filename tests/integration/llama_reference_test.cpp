@@ -91,10 +91,11 @@ struct ModelCase {
   float logit_tolerance;  // max |ours - reference| over the compared logits
 };
 
-// stories260K is all f32: only the summation order differs from the reference, so logits agree to
-// about 1e-5. tiny-random has f16 weights, and the reference rounds activations to f16 before its
-// dot products (we keep them f32): about 1e-3 relative on logits of size ~0.2.
-const ModelCase kModels[] = {{"stories260K.gguf", 2e-4f}, {"llama-2-tiny-random.gguf", 2e-3f}};
+// stories260K is all f32: only the summation order differs from the reference; measured worst
+// difference 1.4e-5 over all positions. tiny-random has f16 weights and the reference rounds
+// activations to f16 before its dot products (we keep them f32); measured worst 4.5e-5 on logits of
+// size ~0.2. The tolerances leave about 10x headroom for other kernels' summation orders.
+const ModelCase kModels[] = {{"stories260K.gguf", 1e-4f}, {"llama-2-tiny-random.gguf", 5e-4f}};
 
 class LlamaReference : public ::testing::TestWithParam<ModelCase> {
  protected:
