@@ -44,7 +44,8 @@ class MatmulScratch {
 bool matmul_supports(DType type);
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* out, ThreadPool& pool,
             MatmulScratch& scratch);
-// The same with an explicit variant (tests and benchmarks); precondition: kernel_isa_supported(isa).
+// The same with an explicit variant (tests and benchmarks); precondition:
+// kernel_isa_supported(isa).
 void matmul(KernelIsa isa, const WeightView& w, const float* x, int64_t n_tokens, float* out,
             ThreadPool& pool, MatmulScratch& scratch);
 

@@ -1,0 +1,117 @@
+// Internals shared by the matmul dispatch (matmul.cpp) and its ISA variants (generic/, x86/, arm/).
+//
+// THE ARITHMETIC CONTRACT. Every variant computes each output element with exactly the float
+// operations below, in this order, so SCALAR, AVX2 and NEON agree bit for bit, and an element's
+// bits do not depend on the tile, the batch or the thread that computes it. Sums of integers are
+// exact (no overflow, bounds below), so their order is free; float operations are never fused
+// (sources are compiled with -ffp-contract=off; SIMD code uses separate multiply and add).
+//
+// Eight float lanes a[0..8), all starting at +0, are reduced at the end by hsum8:
+//     hsum8(a) = ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7))
+// (the natural AVX2 order: upper 128 bits onto the lower, then the upper 64, then the upper 32).
+//
+// 1. Float weights (F32, F16, BF16), f32 activations x:
+//        for i = 0 .. n_in-1:   a[i % 8] = a[i % 8] + (w_i * x_i)          (w_i exact in f32)
+//        out = hsum8(a)
+//
+// 2. 32-element blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) with activations quantized to ActQ8_0
+//    (block b: scale dx, codes xq[32], and sx = dx * float(sum of xq)); the weight block has
+//    scale dw, integer codes qw[32] (centred: q - 8, q - 16, or the int8 itself for the _0 types;
+//    raw unsigned q for the _1 types) and, for the _1 types, the offset mw:
+//        for each block b, in order:
+//          s = dw * dx
+//          for lane j = 0..7:  p_j = sum_{k<4} qw[4j + k] * xq[4j + k]    (exact int32)
+//                              a[j] = a[j] + (s * float(p_j))
+//          _1 types only:      m = m + (mw * sx)                            (m starts at +0)
+//        out = hsum8(a)            (_0 types)
+//        out = hsum8(a) + m        (_1 types)
+//
+// 3. 256-element super-blocks (Q4_K, Q5_K, Q6_K) with activations quantized to ActQ8_K (scale dx,
+//    codes xq[256], bsums[k] = sum of xq[16k, 16k + 16)); one float accumulator acc = +0:
+//        for each super-block, in order:
+//          Q4_K / Q5_K:  isum = sum_j sc_j * (sum_{i in sub-block j} q_i * xq_i)   (exact int32)
+//                        msum = sum_j mn_j * (bsums[2j] + bsums[2j + 1])            (exact int32)
+//                        acc = acc + ((dw * dx) * float(isum))
+//                        acc = acc - ((dminw * dx) * float(msum))
+//          Q6_K:         isum = sum_k sc_k * (sum_{i in run k} (q_i - 32) * xq_i)  (exact int32)
+//                        acc = acc + ((dw * dx) * float(isum))
+//        out = acc
+//    Bounds: |isum| <= 8 * 63 * 32 * 31 * 127 < 2^26 (Q5_K), 16 * 128 * 16 * 32 * 127 < 2^27
+//    (Q6_K).
+//
+// Activation quantization (identical in every variant; round(v) is round-half-to-even, which is
+// what cvtps2dq and fcvtns do):
+//     amax = max |x_i| over the block;  d = amax / 127;  id = d != 0 ? 1 / d : 0
+//     q_i = clamp(round(x_i * id), -127, 127)
+// Precondition: finite activations.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tensor/dtype.h"
+
+namespace trellis::kernels_detail {
+
+// One block of 32 activations quantized to 8 bits.
+struct ActQ8_0 {
+  float d;  // scale: x ~= d * qs[i]
+  float s;  // d * float(sum of qs): the offset term of the _1 weight types
+  int8_t qs[32];
+};
+static_assert(sizeof(ActQ8_0) == 40);
+
+// One block of 256 activations quantized to 8 bits, with sums per run of 16.
+struct ActQ8_K {
+  float d;
+  int16_t bsums[16];  // bsums[k] = sum of qs[16k, 16k + 16)
+  int8_t qs[256];
+};
+static_assert(sizeof(ActQ8_K) == 292);
+
+enum class ActFormat { F32, Q8_0, Q8_K };
+ActFormat act_format(DType type);
+// Bytes of one token's activations in `format` (n_in a multiple of the block size).
+size_t act_row_bytes(ActFormat format, int64_t n_in);
+
+// Everything a row kernel needs. Output element (t, o) is out[t * n_out + o].
+struct MatmulArgs {
+  DType type;
+  const uint8_t* w;  // n_out rows of w_row_bytes
+  size_t w_row_bytes;
+  int64_t n_in;
+  const uint8_t* act;  // n_tokens rows of act_row_bytes: f32 x, or ActQ8_0 / ActQ8_K blocks
+  size_t act_row_bytes;
+  int64_t n_tokens;
+  float* out;
+  int64_t n_out;
+};
+
+// Computes out[t][o] for all tokens and o in [row_begin, row_end).
+using RowKernel = void (*)(const MatmulArgs& args, int64_t row_begin, int64_t row_end);
+// Quantizes one row of n_in activations (n_in a multiple of the block size).
+using ActQuantizer = void (*)(const float* x, void* out, int64_t n_in);
+
+// One ISA's kernels; a null entry falls back to the scalar one.
+struct KernelTable {
+  RowKernel f32 = nullptr, f16 = nullptr, bf16 = nullptr;
+  RowKernel q4_0 = nullptr, q4_1 = nullptr, q5_0 = nullptr, q5_1 = nullptr, q8_0 = nullptr;
+  RowKernel q4_k = nullptr, q5_k = nullptr, q6_k = nullptr;
+  ActQuantizer quantize_q8_0 = nullptr, quantize_q8_k = nullptr;
+};
+
+RowKernel table_kernel(const KernelTable& table, DType type);
+
+const KernelTable& scalar_kernels();
+#if defined(__x86_64__)
+const KernelTable& avx2_kernels();  // defined in x86/, compiled with -mavx2 -mfma -mf16c
+#endif
+#if defined(__aarch64__)
+const KernelTable& neon_kernels();
+#endif
+
+// The scalar activation quantizers (also the reference for the SIMD ones).
+void quantize_act_q8_0_scalar(const float* x, void* out, int64_t n_in);
+void quantize_act_q8_k_scalar(const float* x, void* out, int64_t n_in);
+
+}  // namespace trellis::kernels_detail

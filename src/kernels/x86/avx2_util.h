@@ -1,0 +1,84 @@
+// Helpers shared by the AVX2 translation units (compiled with -mavx2 -mfma -mf16c only).
+//
+// Everything here lives in namespace avx2 and is used only from x86/ files: an inline function
+// that baseline code also instantiates (std:: templates, half.h) could otherwise be merged by the
+// linker with an AVX2-compiled copy and run on a CPU without AVX2. So x86/ files avoid library
+// templates and the inline helpers of other modules, and use the ones below instead.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/matmul_internal.h"
+
+namespace trellis::kernels_detail::avx2 {
+
+// ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)): the contract's hsum8.
+inline float hsum8(__m256 v) {
+  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));  // lanes 0, 1: s0 + s2, s1 + s3
+  return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
+}
+
+// Sum of eight int32 lanes (exact unless it overflows, which the callers' bounds exclude).
+inline int32_t hsum_epi32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(s);
+}
+
+inline float load_f32(const uint8_t* p) {
+  float v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+inline uint16_t load_u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// f16 bits -> f32 with F16C (exact, as half.h's f16_to_f32).
+inline float f16_bits_to_f32(uint16_t h) {
+  return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
+}
+
+// Sixteen int16 pairs of u8 x s8 products summed into eight int32 lanes: lane j gets bytes
+// 4j .. 4j+3. Precondition: each pair sum fits int16 (|u| * 127 * 2 <= 32767 for u <= 128).
+inline __m256i dot_u8_s8(__m256i u, __m256i s) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+// The row and token tiling shared by all AVX2 kernels. Kernel<R, T>::run(args, o, t) computes
+// the R x T outputs (o .. o+R-1) x (t .. t+T-1); every element's arithmetic is the same whatever
+// R and T are, so the tiling never changes a result. Single-token batches use R1-row tiles.
+template <template <int, int> class Kernel, int R, int T, int R1>
+void drive_tiles(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
+  if (a.n_tokens < T) {
+    int64_t o = row_begin;
+    for (; o + R1 <= row_end; o += R1) {
+      for (int64_t t = 0; t < a.n_tokens; ++t) Kernel<R1, 1>::run(a, o, t);
+    }
+    for (; o < row_end; ++o) {
+      for (int64_t t = 0; t < a.n_tokens; ++t) Kernel<1, 1>::run(a, o, t);
+    }
+    return;
+  }
+  int64_t o = row_begin;
+  for (; o + R <= row_end; o += R) {
+    int64_t t = 0;
+    for (; t + T <= a.n_tokens; t += T) Kernel<R, T>::run(a, o, t);
+    for (; t < a.n_tokens; ++t) Kernel<R, 1>::run(a, o, t);
+  }
+  for (; o < row_end; ++o) {
+    int64_t t = 0;
+    for (; t + T <= a.n_tokens; t += T) Kernel<1, T>::run(a, o, t);
+    for (; t < a.n_tokens; ++t) Kernel<1, 1>::run(a, o, t);
+  }
+}
+
+}  // namespace trellis::kernels_detail::avx2
