@@ -360,7 +360,9 @@ TEST(Matmul, SupportedTypesAndIsas) {
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                     __builtin_cpu_supports("f16c");
   EXPECT_EQ(kernel_isa_supported(KernelIsa::AVX2), avx2);
-  if (avx2) EXPECT_EQ(best_kernel_isa(), KernelIsa::AVX2);
+  if (avx2) {
+    EXPECT_EQ(best_kernel_isa(), KernelIsa::AVX2);
+  }
 #endif
 }
 
