@@ -11,5 +11,6 @@ void add_tokenize_commands(CLI::App& app, int& exit_code);
 void add_demo_command(CLI::App& app, int& exit_code);
 void add_generate_command(CLI::App& app, int& exit_code);
 void add_logits_command(CLI::App& app, int& exit_code);
+void add_bench_commands(CLI::App& app, int& exit_code);
 
 }  // namespace trellis::cli
