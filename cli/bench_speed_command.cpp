@@ -80,24 +80,16 @@ Result<double> measure_generation(Generator& gen, int32_t n_gen, TokenId first) 
 }
 
 int run_speed(SpeedArgs& args) {
-  if (args.generator.model.empty()) args.generator.model = default_model_path();
   if (args.n_prompt <= 0 || args.n_gen <= 0 || args.reps <= 0) {
     std::fprintf(stderr, "error: -p, -n and -r must be positive\n");
     return 1;
   }
-  Result<GeneratorConfig> config = args.generator.config();
-  if (!config.ok()) {
-    std::fprintf(stderr, "error: %s\n", config.error().message.c_str());
-    return 1;
-  }
-  if (config->n_ctx == 0) config->n_ctx = std::max(args.n_prompt, args.n_gen + 1);
-  config->max_batch_tokens = std::max(config->max_batch_tokens, args.n_prompt);
-  Result<std::unique_ptr<Generator>> generator = Generator::create(args.generator.model, *config);
-  if (!generator.ok()) {
-    std::fprintf(stderr, "error: %s\n", generator.error().message.c_str());
-    return 1;
-  }
-  Generator& gen = **generator;
+  std::unique_ptr<Generator> generator = args.generator.open([&](GeneratorConfig& config) {
+    if (config.n_ctx == 0) config.n_ctx = std::max(args.n_prompt, args.n_gen + 1);
+    config.max_batch_tokens = std::max(config.max_batch_tokens, args.n_prompt);
+  });
+  if (!generator) return 1;
+  Generator& gen = *generator;
   const std::vector<TokenId> prompt = bench_tokens(args.n_prompt, gen.model().hparams().n_vocab);
 
   std::vector<double> pp, tg;

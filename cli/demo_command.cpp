@@ -51,17 +51,9 @@ int run_demo(GeneratorOptions& options) {
       return 1;
     }
   }
-  Result<GeneratorConfig> config = options.config();
-  if (!config.ok()) {
-    std::fprintf(stderr, "error: %s\n", config.error().message.c_str());
-    return 1;
-  }
-  Result<std::unique_ptr<Generator>> generator = Generator::create(options.model, *config);
-  if (!generator.ok()) {
-    std::fprintf(stderr, "error: %s\n", generator.error().message.c_str());
-    return 1;
-  }
-  Generator& gen = **generator;
+  std::unique_ptr<Generator> generator = options.open();
+  if (!generator) return 1;
+  Generator& gen = *generator;
   std::printf("== model\n%s\n", model_summary_text(gen.file()).c_str());
   GenerationRequest request;
   request.prompt =

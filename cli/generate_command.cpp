@@ -56,7 +56,6 @@ nlohmann::json timings_json(const GenerationTimings& t) {
 }
 
 int run_generate(GenerateArgs& args) {
-  if (args.generator.model.empty()) args.generator.model = default_model_path();
   if (!args.prompts_file.empty()) {
     Result<std::vector<std::string>> more = read_prompts_file(args.prompts_file);
     if (!more.ok()) {
@@ -69,17 +68,9 @@ int run_generate(GenerateArgs& args) {
     std::fprintf(stderr, "error: give a prompt with -p TEXT or --prompts-file FILE\n");
     return 1;
   }
-  Result<GeneratorConfig> config = args.generator.config();
-  if (!config.ok()) {
-    std::fprintf(stderr, "error: %s\n", config.error().message.c_str());
-    return 1;
-  }
-  Result<std::unique_ptr<Generator>> generator = Generator::create(args.generator.model, *config);
-  if (!generator.ok()) {
-    std::fprintf(stderr, "error: %s\n", generator.error().message.c_str());
-    return 1;
-  }
-  Generator& gen = **generator;
+  std::unique_ptr<Generator> generator = args.generator.open();
+  if (!generator) return 1;
+  Generator& gen = *generator;
   const uint64_t seed = args.seed >= 0 ? static_cast<uint64_t>(args.seed) : std::random_device{}();
 
   for (const std::string& prompt : args.prompts) {

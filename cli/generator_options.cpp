@@ -1,5 +1,6 @@
 #include "generator_options.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -37,6 +38,22 @@ Result<GeneratorConfig> GeneratorOptions::config() const {
         "--threads/--ctx must not be negative; --block-size/--batch-tokens must be positive"};
   }
   return config;
+}
+
+std::unique_ptr<Generator> GeneratorOptions::open(FunctionRef<void(GeneratorConfig&)> adjust) {
+  if (model.empty()) model = default_model_path();
+  Result<GeneratorConfig> built = config();
+  if (!built.ok()) {
+    std::fprintf(stderr, "error: %s\n", built.error().message.c_str());
+    return nullptr;
+  }
+  adjust(*built);
+  Result<std::unique_ptr<Generator>> generator = Generator::create(model, *built);
+  if (!generator.ok()) {
+    std::fprintf(stderr, "error: %s\n", generator.error().message.c_str());
+    return nullptr;
+  }
+  return std::move(generator).value();
 }
 
 std::string default_model_path() {

@@ -20,6 +20,12 @@ struct GeneratorOptions {
   void add_to(CLI::App& app, bool model_required);
   // The config, or an error for a bad value.
   Result<GeneratorConfig> config() const;
+  // Builds the generator for `model` (the default model when empty) from these options, after
+  // `adjust` had a chance to change the config; prints the error and returns null on failure.
+  std::unique_ptr<Generator> open(FunctionRef<void(GeneratorConfig&)> adjust);
+  std::unique_ptr<Generator> open() {
+    return open([](GeneratorConfig&) {});
+  }
 };
 
 // The default model's path (created by `trellis demo` when missing).

@@ -20,20 +20,11 @@ struct LogitsArgs {
 };
 
 int run_logits(LogitsArgs& args) {
-  if (args.generator.model.empty()) args.generator.model = default_model_path();
-  Result<GeneratorConfig> config = args.generator.config();
-  if (!config.ok()) {
-    std::fprintf(stderr, "error: %s\n", config.error().message.c_str());
-    return 1;
-  }
-  Result<std::unique_ptr<Generator>> generator = Generator::create(args.generator.model, *config);
-  if (!generator.ok()) {
-    std::fprintf(stderr, "error: %s\n", generator.error().message.c_str());
-    return 1;
-  }
-  std::vector<TokenId> tokens = (*generator)->tokenizer().encode(args.prompt, !args.no_bos, false);
+  std::unique_ptr<Generator> generator = args.generator.open();
+  if (!generator) return 1;
+  std::vector<TokenId> tokens = generator->tokenizer().encode(args.prompt, !args.no_bos, false);
   Result<std::vector<std::vector<float>>> logits =
-      (*generator)->prompt_logits(tokens, args.all_positions);
+      generator->prompt_logits(tokens, args.all_positions);
   if (!logits.ok()) {
     std::fprintf(stderr, "error: %s\n", logits.error().message.c_str());
     return 1;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "test_support.h"
 
@@ -107,6 +108,84 @@ TEST(Cli, TokenizesWithARealVocab) {
   // " 15043 3186" is the vector file's expectation for "Hello world".
   EXPECT_EQ(stdout_only("tokenize --no-bos -m " + vocab + " 'Hello world'"), "15043 3186\n");
   EXPECT_EQ(stdout_only("tokenize -m " + vocab + " 'Hello world'"), "1 15043 3186\n");
+}
+
+}  // namespace
+}  // namespace trellis
+
+namespace trellis {
+namespace {
+
+std::string stories_model() {
+  return testing::shared_dir() + "/models/stories260K.gguf";
+}
+
+TEST(CliGenerate, JsonHasTokensTextAndTimings) {
+  TRELLIS_REQUIRE_SHARED();
+  std::string out = stdout_only("generate --json -t 1 --temp 0 -n 5 -m " + stories_model() +
+                                " -p 'Once upon a time' -p 'Once upon a time'");
+  std::istringstream lines(out);
+  std::string line;
+  int n_lines = 0;
+  while (std::getline(lines, line)) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    // The reference implementation's greedy continuation of this prompt starts 432 383 286 261 376.
+    EXPECT_EQ(j["prompt_tokens"], nlohmann::json({1, 403, 407, 261, 378}));
+    EXPECT_EQ(j["generated_tokens"], nlohmann::json({432, 383, 286, 261, 376}));
+    EXPECT_EQ(j["text"], ", there was a little");
+    EXPECT_EQ(j["finish_reason"], "length");
+    EXPECT_GT(j["timings"]["generation_tokens_per_s"].get<double>(), 0);
+    EXPECT_GE(j["timings"]["ttft_ms"].get<double>(), 0);
+    ++n_lines;
+  }
+  EXPECT_EQ(n_lines, 2) << "one object per prompt, in order";
+}
+
+TEST(CliGenerate, StreamsTextAndRejectsBadInput) {
+  TRELLIS_REQUIRE_SHARED();
+  CommandResult streamed =
+      run_cli("generate -t 1 --temp 0 -n 5 -m " + stories_model() + " -p 'Once upon a time'");
+  EXPECT_EQ(streamed.exit_code, 0);
+  EXPECT_NE(streamed.output.find("Once upon a time, there was a"), std::string::npos)
+      << streamed.output;
+  EXPECT_NE(streamed.output.find("tokens/s"), std::string::npos);
+
+  CommandResult too_long =
+      run_cli("generate --ctx 4 -m " + stories_model() + " -p 'Once upon a time there'");
+  EXPECT_EQ(too_long.exit_code, 1);
+  EXPECT_NE(too_long.output.find("more than the context of 4"), std::string::npos)
+      << too_long.output;
+  CommandResult no_prompt = run_cli("generate -m " + stories_model());
+  EXPECT_EQ(no_prompt.exit_code, 1);
+  CommandResult bad_temp = run_cli("generate --temp -1 -m " + stories_model() + " -p x");
+  EXPECT_EQ(bad_temp.exit_code, 1);
+  EXPECT_NE(bad_temp.output.find("temperature"), std::string::npos) << bad_temp.output;
+
+  std::string prompts = testing::temp_dir() + "/prompts.txt";
+  std::ofstream(prompts) << "\"Once upon a time\"\nnot json\n";
+  CommandResult bad_file = run_cli("generate -m " + stories_model() + " --prompts-file " + prompts);
+  EXPECT_EQ(bad_file.exit_code, 1);
+  EXPECT_NE(bad_file.output.find("prompts.txt:2"), std::string::npos) << bad_file.output;
+}
+
+TEST(CliLogits, TopLogitsOfEveryPosition) {
+  TRELLIS_REQUIRE_SHARED();
+  nlohmann::json j = nlohmann::json::parse(stdout_only(
+      "logits --json --all-positions --top 3 -t 1 -m " + stories_model() + " -p 'Once upon'"));
+  ASSERT_EQ(j["positions"].size(), 3u);  // BOS, Once, upon
+  EXPECT_EQ(j["positions"][0]["token"], 1);
+  EXPECT_EQ(j["positions"][0]["top"][0][0], 403) << "after BOS the model predicts ' Once'";
+  EXPECT_NEAR(j["positions"][0]["top"][0][1].get<double>(), 17.02, 0.01);
+  EXPECT_EQ(j["positions"][2]["pos"], 2);
+}
+
+TEST(CliBench, SpeedPrintsJson) {
+  TRELLIS_REQUIRE_SHARED();
+  nlohmann::json j = nlohmann::json::parse(
+      stdout_only("bench speed --json -t 1 -p 16 -n 8 -r 2 -m " + stories_model()));
+  EXPECT_GT(j["prompt_tokens_per_s"].get<double>(), 0);
+  EXPECT_GT(j["generation_tokens_per_s"].get<double>(), 0);
+  EXPECT_GT(j["peak_rss_bytes"].get<double>(), 0);
 }
 
 }  // namespace
