@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "kernels/matmul_internal.h"
+#include "kernels/tiling.h"
 
 namespace trellis::kernels_detail::avx2 {
 
@@ -51,34 +52,6 @@ inline float f16_bits_to_f32(uint16_t h) {
 // 4j .. 4j+3. Precondition: each pair sum fits int16 (|u| * 127 * 2 <= 32767 for u <= 128).
 inline __m256i dot_u8_s8(__m256i u, __m256i s) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
-}
-
-// The row and token tiling shared by all AVX2 kernels. Kernel<R, T>::run(args, o, t) computes
-// the R x T outputs (o .. o+R-1) x (t .. t+T-1); every element's arithmetic is the same whatever
-// R and T are, so the tiling never changes a result. Single-token batches use R1-row tiles.
-template <template <int, int> class Kernel, int R, int T, int R1>
-void drive_tiles(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
-  if (a.n_tokens < T) {
-    int64_t o = row_begin;
-    for (; o + R1 <= row_end; o += R1) {
-      for (int64_t t = 0; t < a.n_tokens; ++t) Kernel<R1, 1>::run(a, o, t);
-    }
-    for (; o < row_end; ++o) {
-      for (int64_t t = 0; t < a.n_tokens; ++t) Kernel<1, 1>::run(a, o, t);
-    }
-    return;
-  }
-  int64_t o = row_begin;
-  for (; o + R <= row_end; o += R) {
-    int64_t t = 0;
-    for (; t + T <= a.n_tokens; t += T) Kernel<R, T>::run(a, o, t);
-    for (; t < a.n_tokens; ++t) Kernel<R, 1>::run(a, o, t);
-  }
-  for (; o < row_end; ++o) {
-    int64_t t = 0;
-    for (; t + T <= a.n_tokens; t += T) Kernel<1, T>::run(a, o, t);
-    for (; t < a.n_tokens; ++t) Kernel<1, 1>::run(a, o, t);
-  }
 }
 
 }  // namespace trellis::kernels_detail::avx2

@@ -1,0 +1,41 @@
+// The row x token tiling shared by the SIMD kernels (a header-only template: each ISA's files
+// instantiate it with their own kernels, so no code compiled for one ISA is shared with another).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/matmul_internal.h"
+
+namespace trellis::kernels_detail {
+
+// Kernel<R, T>::run(args, o, t) computes the R x T outputs (rows o .. o+R-1) x (tokens
+// t .. t+T-1). Every element's arithmetic is the same whatever R and T are, so the tiling never
+// changes a result. Batches of fewer than T tokens use R1 x 1 tiles (decode); others R x T tiles,
+// with R x 1 tiles for the leftover tokens and 1 x T / 1 x 1 tiles for the leftover rows.
+// Loop order: a tile's R weight rows stay in L1 while all token tiles pass over them.
+template <template <int, int> class Kernel, int R, int T, int R1>
+void drive_tiles(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
+  if (a.n_tokens < T) {
+    int64_t o = row_begin;
+    for (; o + R1 <= row_end; o += R1) {
+      for (int64_t t = 0; t < a.n_tokens; ++t) Kernel<R1, 1>::run(a, o, t);
+    }
+    for (; o < row_end; ++o) {
+      for (int64_t t = 0; t < a.n_tokens; ++t) Kernel<1, 1>::run(a, o, t);
+    }
+    return;
+  }
+  int64_t o = row_begin;
+  for (; o + R <= row_end; o += R) {
+    int64_t t = 0;
+    for (; t + T <= a.n_tokens; t += T) Kernel<R, T>::run(a, o, t);
+    for (; t < a.n_tokens; ++t) Kernel<R, 1>::run(a, o, t);
+  }
+  for (; o < row_end; ++o) {
+    int64_t t = 0;
+    for (; t + T <= a.n_tokens; t += T) Kernel<1, T>::run(a, o, t);
+    for (; t < a.n_tokens; ++t) Kernel<1, 1>::run(a, o, t);
+  }
+}
+
+}  // namespace trellis::kernels_detail
