@@ -148,15 +148,20 @@ struct Q32Tile {
       const int64_t n_blocks = a.n_in / 32;
       for (int64_t b = 0; b < n_blocks; ++b) {
         WeightBlock wb[R];
-        for (int r = 0; r < R; ++r) wb[r] = Dec::decode(w[r] + b * Dec::kBytes);
+        __m256 dw[R];
+        for (int r = 0; r < R; ++r) {
+          wb[r] = Dec::decode(w[r] + b * Dec::kBytes);
+          dw[r] = _mm256_set1_ps(wb[r].d);
+        }
         for (int t = 0; t < T; ++t) {
           const uint8_t* xb = x[t] + b * kActBytes;
           const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + 8));
-          const float dx = load_f32(xb);
+          const __m256 dx = _mm256_set1_ps(load_f32(xb));
           for (int r = 0; r < R; ++r) {
             const __m256i p = Dec::kSigned ? dot_u8_s8(wb[r].abs_q, _mm256_sign_epi8(xq, wb[r].q))
                                            : dot_u8_s8(wb[r].q, xq);
-            const __m256 s = _mm256_set1_ps(wb[r].d * dx);
+            // s = dw * dx in every lane (the same rounding as the scalar product).
+            const __m256 s = _mm256_mul_ps(dw[r], dx);
             acc[r][t] = _mm256_add_ps(acc[r][t], _mm256_mul_ps(s, _mm256_cvtepi32_ps(p)));
             if constexpr (Dec::kHasMin) m[r][t] = m[r][t] + wb[r].m * load_f32(xb + 4);
           }
