@@ -1,5 +1,8 @@
 #include "kernels/cpu_features.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #if defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
 #endif
@@ -7,13 +10,28 @@
 namespace trellis {
 namespace {
 
+#if defined(__x86_64__)
+// CPUID (leaf 1: FMA = ecx bit 12, OSXSAVE = bit 27, AVX = bit 28, F16C = bit 29; leaf 7: AVX2 =
+// ebx bit 5) and XGETBV (the OS saves the xmm and ymm state: XCR0 bits 1 and 2). Written out
+// because clang's __builtin_cpu_supports does not know "f16c".
+bool detect_avx2_fma_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  const bool fma = (ecx >> 12) & 1, osxsave = (ecx >> 27) & 1, avx = (ecx >> 28) & 1,
+             f16c = (ecx >> 29) & 1;
+  if (!(fma && osxsave && avx && f16c)) return false;
+  unsigned xcr0_lo = 0, xcr0_hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  if ((xcr0_lo & 6u) != 6u) return false;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  return (ebx >> 5) & 1;
+}
+#endif
+
 CpuFeatures detect() {
   CpuFeatures features;
 #if defined(__x86_64__)
-  // __builtin_cpu_supports also checks (via XGETBV) that the OS enables the AVX state.
-  __builtin_cpu_init();
-  features.avx2_fma_f16c = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                           __builtin_cpu_supports("f16c");
+  features.avx2_fma_f16c = detect_avx2_fma_f16c();
 #endif
 #if defined(__aarch64__)
   features.neon = true;
