@@ -1,6 +1,7 @@
 #include "sample/penalties.h"
 
 #include <cassert>
+#include <cfloat>
 
 namespace trellis {
 
@@ -31,6 +32,9 @@ void apply_penalties(const SamplingParams& params, std::span<const TokenId> hist
     float& logit = logits[static_cast<size_t>(id)];
     logit = logit > 0.0f ? logit / repetition : logit * repetition;
     logit -= static_cast<float>(count) * params.frequency_penalty + params.presence_penalty;
+    // Dividing a huge logit by a penalty < 1 can overflow; +inf would break the sampler's
+    // max-subtraction (inf - inf = NaN).
+    if (logit > FLT_MAX) logit = FLT_MAX;
     count = 0;
   }
 }

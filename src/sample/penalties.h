@@ -13,10 +13,10 @@ namespace trellis {
 // -1), seen `count` times there:
 //   logit[t] = logit[t] > 0 ? logit[t] / repetition_penalty : logit[t] * repetition_penalty
 //   logit[t] -= count * frequency_penalty + presence_penalty
-// Other logits are untouched. History ids outside [0, logits.size()) are a programmer error
-// (asserted; ignored in release builds).
-// `counts` is scratch of logits.size() entries that is all zero on entry and again on return; it
-// lets the call run without allocating in O(window) time, independent of the vocab size.
+// Other logits are untouched; a result above FLT_MAX is clamped to FLT_MAX. History ids outside [0,
+// logits.size()) are a programmer error (asserted; ignored in release builds). `counts` is scratch
+// of logits.size() entries that is all zero on entry and again on return; it lets the call run
+// without allocating in O(window) time, independent of the vocab size.
 void apply_penalties(const SamplingParams& params, std::span<const TokenId> history,
                      std::span<float> logits, std::span<int32_t> counts);
 

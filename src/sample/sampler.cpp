@@ -50,14 +50,7 @@ Sampler::Sampler(const SamplingParams& params, int32_t vocab_size)
 TokenId Sampler::sample(std::span<const float> logits, std::span<const TokenId> history) {
   assert(logits.size() == static_cast<size_t>(vocab_size_));
   load_logits(logits);
-  if (params_.has_penalties()) {
-    apply_penalties(params_, history, logits_, counts_);
-    // A penalty can push a huge logit past the float range.
-    for (TokenId id : history) {
-      if (id >= 0 && id < vocab_size_)
-        logits_[static_cast<size_t>(id)] = sanitize(logits_[static_cast<size_t>(id)]);
-    }
-  }
+  if (params_.has_penalties()) apply_penalties(params_, history, logits_, counts_);
   if (params_.is_greedy()) return argmax();
   const size_t n_kept = filter_candidates();
   return draw(n_kept);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cstdint>
 #include <vector>
 
@@ -98,6 +99,13 @@ TEST(PenaltiesTest, ZeroWindowOrNeutralValuesChangeNothing) {
   EXPECT_EQ(penalized(SamplingParams{}, kLogits, kHistory), kLogits);
   params.penalty_last_n = -1;
   EXPECT_EQ(penalized(params, kLogits, {}), kLogits);
+}
+
+TEST(PenaltiesTest, OverflowIsClampedToTheLargestFloat) {
+  SamplingParams params;
+  params.repetition_penalty = 0.5f;
+  params.penalty_last_n = -1;
+  EXPECT_EQ(penalized(params, {3e38f, 1.0f}, {0, 1}), (std::vector<float>{FLT_MAX, 2.0f}));
 }
 
 }  // namespace
