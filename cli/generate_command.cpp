@@ -15,6 +15,7 @@ namespace {
 struct GenerateArgs {
   GeneratorOptions generator;
   std::vector<std::string> prompts;
+  std::vector<std::string> stop;
   std::string prompts_file;
   int32_t n_predict = 128;
   float temperature = 0.8f;
@@ -78,6 +79,7 @@ int run_generate(GenerateArgs& args) {
     request.prompt = gen.tokenizer().encode(prompt, !args.no_bos, /*parse_special=*/false);
     request.max_tokens = args.n_predict;
     request.ignore_eos = args.ignore_eos;
+    request.stop = args.stop;
     SamplingParams& s = request.sampling;
     s.temperature = args.temperature;
     s.top_k = args.top_k;
@@ -149,6 +151,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--presence-penalty", args->presence_penalty, "Presence penalty")
       ->capture_default_str();
   cmd->add_option("-s,--seed", args->seed, "Sampling seed (default: random)");
+  cmd->add_option("--stop", args->stop, "Stop before this text (repeatable)");
   cmd->add_flag("--json", args->json, "One JSON object per prompt instead of streamed text");
   cmd->add_flag("--no-bos", args->no_bos, "Do not add BOS to the prompt");
   cmd->add_flag("--ignore-eos", args->ignore_eos, "Keep generating after end-of-sequence");

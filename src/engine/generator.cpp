@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "sample/sampler.h"
+#include "sample/stop_matcher.h"
 
 namespace trellis {
 namespace {
@@ -94,6 +95,13 @@ Result<GenerationResult> Generator::generate(const GenerationRequest& request,
   Result<Sampler> sampler = Sampler::create(request.sampling, n_vocab);
   if (!sampler.ok()) return sampler.error();
 
+  StopCondition condition;
+  const TokenId eos = tokenizer_->vocab().eos_id;
+  if (!request.ignore_eos && eos != kNoToken) condition.stop_token_ids.push_back(eos);
+  condition.max_tokens = request.max_tokens;
+  condition.stop_strings = request.stop;
+  TRELLIS_TRY(condition.validate());
+
   const Clock::time_point start = Clock::now();
   GenerationResult result;
   result.finish_reason = "length";
@@ -108,36 +116,35 @@ Result<GenerationResult> Generator::generate(const GenerationRequest& request,
     const bool last_chunk = begin + n == n_prompt;
     run(request.prompt.data() + begin, n, begin, last_chunk ? logits.data() : nullptr, false);
   }
-  StreamDecoder decoder(*tokenizer_);
+  StopMatcher stop(condition, *tokenizer_);
   Clock::time_point decode_start;
-  for (int32_t i = 0; i < request.max_tokens; ++i) {
+  auto emit = [&](const StopMatcher::Step& step) {
+    if (step.text.empty()) return;
+    result.text += step.text;
+    on_text(step.text);
+  };
+  for (;;) {
     const TokenId next = sampler->sample(logits, history);
-    if (i == 0) {
+    if (result.tokens.empty() && result.timings.ttft_ms == 0) {
       result.timings.ttft_ms = ms_since(start);
       result.timings.prompt_ms = result.timings.ttft_ms;
       decode_start = Clock::now();
     }
-    const TokenType type = tokenizer_->vocab().types[static_cast<size_t>(next)];
-    const bool end_of_generation = next == tokenizer_->vocab().eos_id;
-    if (end_of_generation && !request.ignore_eos) {
-      result.finish_reason = "stop";
+    const StopMatcher::Step step = stop.push(next);
+    if (!condition.is_stop_token(next)) {
+      result.tokens.push_back(next);
+      history.push_back(next);
+    }
+    emit(step);
+    if (step.finished()) break;
+    const auto position = static_cast<int32_t>(history.size()) - 1;
+    if (position + 1 > n_ctx_) {  // the context is full
+      emit(stop.finish(FinishReason::LENGTH));
       break;
     }
-    result.tokens.push_back(next);
-    history.push_back(next);
-    if (type != TokenType::CONTROL) {
-      std::string piece = decoder.push(next);
-      result.text += piece;
-      if (!piece.empty()) on_text(piece);
-    }
-    const auto position = static_cast<int32_t>(history.size()) - 1;
-    if (i + 1 == request.max_tokens) break;
-    if (position + 1 > n_ctx_) break;  // the context is full: finish with "length"
     run(&history.back(), 1, position, logits.data(), false);
   }
-  std::string rest = decoder.flush();
-  result.text += rest;
-  if (!rest.empty()) on_text(rest);
+  result.finish_reason = std::string(finish_reason_name(stop.finish_reason()));
   result.timings.n_generated_tokens = static_cast<int32_t>(result.tokens.size());
   if (!result.tokens.empty()) result.timings.generation_ms = ms_since(decode_start);
   return result;

@@ -33,6 +33,7 @@ struct GenerationRequest {
   std::vector<TokenId> prompt;  // already tokenized, BOS included when wanted
   SamplingParams sampling;
   int32_t max_tokens = 128;
+  std::vector<std::string> stop;  // stop strings: generation ends before the first one
   bool ignore_eos = false;
 };
 
@@ -49,7 +50,7 @@ struct GenerationTimings {
 struct GenerationResult {
   std::vector<TokenId> tokens;
   std::string text;
-  std::string finish_reason;  // "stop" (end-of-generation token) or "length"
+  std::string finish_reason;  // "stop" (end-of-generation token or stop string) or "length"
   GenerationTimings timings;
 };
 

@@ -168,6 +168,17 @@ TEST(CliGenerate, StreamsTextAndRejectsBadInput) {
   EXPECT_NE(bad_file.output.find("prompts.txt:2"), std::string::npos) << bad_file.output;
 }
 
+TEST(CliGenerate, StopsBeforeAStopString) {
+  TRELLIS_REQUIRE_SHARED();
+  // Greedy continuation: ", there was a little girl named Lily. She loved to play ..."
+  nlohmann::json j = nlohmann::json::parse(
+      stdout_only("generate --json -t 1 --temp 0 -n 40 --stop ' Lily' --stop 'zzz' -m " +
+                  stories_model() + " -p 'Once upon a time'"));
+  EXPECT_EQ(j["text"], ", there was a little girl named");
+  EXPECT_EQ(j["finish_reason"], "stop");
+  EXPECT_LT(j["generated_tokens"].size(), 40u);
+}
+
 TEST(CliLogits, TopLogitsOfEveryPosition) {
   TRELLIS_REQUIRE_SHARED();
   nlohmann::json j = nlohmann::json::parse(stdout_only(
