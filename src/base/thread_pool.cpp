@@ -1,6 +1,7 @@
 #include "base/thread_pool.h"
 
 #include <algorithm>
+#include <cassert>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -13,8 +14,17 @@
 
 namespace trellis {
 namespace {
+
 constexpr int kSpinIterations = 1 << 14;  // roughly tens of microseconds before sleeping
+// Enough chunks to even out uneven work (causal attention rows grow in cost) and threads that
+// start late; few enough that claiming them stays cheap.
+constexpr int kChunksPerThread = 16;
+
+constexpr uint64_t generation_of(uint64_t state) {
+  return state >> 40;
 }
+
+}  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
   workers_.reserve(static_cast<size_t>(n_threads_ - 1));
@@ -24,8 +34,7 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stopping_.store(true, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
+    stopping_.store(true, std::memory_order_release);
   }
   wake_.notify_all();
   for (std::thread& worker : workers_) worker.join();
@@ -35,58 +44,101 @@ int ThreadPool::default_thread_count() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-void ThreadPool::run(FunctionRef<void(int)> task) {
-  if (n_threads_ == 1) {
-    task(0);
+void ThreadPool::parallel_chunks(int64_t n_items, int64_t granule,
+                                 FunctionRef<void(int, int64_t, int64_t)> task) {
+  assert(granule >= 1);
+  if (n_items <= 0) return;
+  const int64_t n_units = (n_items + granule - 1) / granule;
+  const int64_t units_per_chunk =
+      std::max<int64_t>(1, n_units / (static_cast<int64_t>(n_threads_) * kChunksPerThread));
+  int64_t chunk_items = units_per_chunk * granule;
+  int64_t n_chunks = (n_items + chunk_items - 1) / chunk_items;
+  if (n_threads_ == 1 || n_chunks == 1) {
+    task(0, 0, n_items);
     return;
   }
+  if (n_chunks > kMaxChunks) {
+    chunk_items = (n_items + kMaxChunks - 1) / kMaxChunks;
+    chunk_items = (chunk_items + granule - 1) / granule * granule;
+    n_chunks = (n_items + chunk_items - 1) / chunk_items;
+  }
   task_ = &task;
-  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+  n_items_ = n_items;
+  chunk_items_ = chunk_items;
+  done_chunks_.store(0, std::memory_order_relaxed);
+  const uint64_t generation = (++generation_) & ((uint64_t{1} << 24) - 1);
+  state_.store((generation << 40) | static_cast<uint64_t>(n_chunks), std::memory_order_release);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    generation_.fetch_add(1, std::memory_order_release);
+    if (sleepers_ > 0) wake_.notify_all();
   }
-  wake_.notify_all();
-  task(0);
-  while (pending_.load(std::memory_order_acquire) != 0) TRELLIS_CPU_RELAX();
+  work(0, generation);
+  // Only chunks someone claimed are outstanding; a worker that never woke up holds none.
+  while (done_chunks_.load(std::memory_order_acquire) != n_chunks) TRELLIS_CPU_RELAX();
   task_ = nullptr;
+}
+
+void ThreadPool::work(int thread, uint64_t generation) {
+  uint64_t state = state_.load(std::memory_order_acquire);
+  for (;;) {
+    const uint64_t next = (state >> kChunkBits) & kChunkMask;
+    const uint64_t count = state & kChunkMask;
+    if (generation_of(state) != generation || next >= count) return;
+    if (!state_.compare_exchange_weak(state, state + (uint64_t{1} << kChunkBits),
+                                      std::memory_order_acq_rel, std::memory_order_acquire)) {
+      continue;  // `state` was reloaded
+    }
+    // Chunk `next` is ours: the job cannot change until it is marked done.
+    const int64_t begin = static_cast<int64_t>(next) * chunk_items_;
+    const int64_t end = std::min(n_items_, begin + chunk_items_);
+    (*task_)(thread, begin, end);
+    done_chunks_.fetch_add(1, std::memory_order_release);
+    state = state_.load(std::memory_order_acquire);
+  }
 }
 
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
     int spins = 0;
-    uint64_t current = generation_.load(std::memory_order_acquire);
-    while (current == seen) {
+    uint64_t generation = generation_of(state_.load(std::memory_order_acquire));
+    while (generation == seen && !stopping_.load(std::memory_order_acquire)) {
       if (++spins < kSpinIterations) {
         TRELLIS_CPU_RELAX();
       } else {
         std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+        ++sleepers_;
+        wake_.wait(lock, [&] {
+          return stopping_.load(std::memory_order_acquire) ||
+                 generation_of(state_.load(std::memory_order_acquire)) != seen;
+        });
+        --sleepers_;
+        spins = 0;
       }
-      current = generation_.load(std::memory_order_acquire);
+      generation = generation_of(state_.load(std::memory_order_acquire));
     }
-    seen = current;
-    if (stopping_.load(std::memory_order_relaxed)) return;
-    (*task_)(index);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    if (stopping_.load(std::memory_order_acquire)) return;
+    seen = generation;
+    work(index, generation);
   }
-}
-
-std::pair<int64_t, int64_t> split_range(int64_t n_items, int64_t granule, int index,
-                                        int n_threads) {
-  const int64_t n_units = (n_items + granule - 1) / granule;
-  const int64_t begin_unit = n_units * index / n_threads;
-  const int64_t end_unit = n_units * (index + 1) / n_threads;
-  return {std::min(n_items, begin_unit * granule), std::min(n_items, end_unit * granule)};
 }
 
 void ThreadPool::parallel_for(int64_t n_items, int64_t granule,
                               FunctionRef<void(int64_t, int64_t)> task) {
-  run([&](int index) {
-    auto [begin, end] = split_range(n_items, granule, index, n_threads_);
-    if (begin < end) task(begin, end);
+  parallel_chunks(n_items, granule, [&](int, int64_t begin, int64_t end) { task(begin, end); });
+}
+
+void ThreadPool::run(FunctionRef<void(int)> task) {
+  parallel_chunks(n_threads_, 1, [&](int, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) task(static_cast<int>(i));
   });
+}
+
+std::pair<int64_t, int64_t> split_range(int64_t n_items, int64_t granule, int index, int n_parts) {
+  const int64_t n_units = (n_items + granule - 1) / granule;
+  const int64_t begin_unit = n_units * index / n_parts;
+  const int64_t end_unit = n_units * (index + 1) / n_parts;
+  return {std::min(n_items, begin_unit * granule), std::min(n_items, end_unit * granule)};
 }
 
 }  // namespace trellis

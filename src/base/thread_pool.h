@@ -1,6 +1,11 @@
-// A fixed set of worker threads that run one task at a time on every thread, without creating
-// threads per call. Workers spin briefly between tasks (decode steps come in quick succession),
-// then sleep.
+// A fixed set of worker threads that share out chunks of one task at a time, without creating
+// threads per call.
+//
+// Work is claimed dynamically, chunk by chunk, and the caller takes part: when a worker is slow to
+// wake (another process holds its core) the caller simply does more chunks instead of waiting for
+// it. Which thread runs which chunk therefore depends on timing, so a task must compute each item
+// the same way whoever runs it and whatever chunk it falls in (the kernels' batch invariance).
+// Workers spin briefly between tasks (decode steps come in quick succession), then sleep.
 #pragma once
 
 #include <atomic>
@@ -25,32 +30,50 @@ class ThreadPool {
 
   int size() const { return n_threads_; }
 
-  // Calls task(i) once for each i in [0, size()), i = 0 on the calling thread, and returns when
-  // all calls have returned. One caller at a time; a task must not call run() again.
-  void run(FunctionRef<void(int)> task);
+  // Calls task(thread, begin, end) over ranges that cover [0, n_items) exactly once; ranges are
+  // multiples of `granule` long (except the last) and start at multiples of it. `thread` in
+  // [0, size()) identifies the running thread (for per-thread scratch). Returns when all are done.
+  // One caller at a time; a task must not call the pool again.
+  void parallel_chunks(int64_t n_items, int64_t granule,
+                       FunctionRef<void(int, int64_t, int64_t)> task);
 
-  // Static partition of [0, n_items) into size() contiguous ranges (multiples of `granule` except
-  // the last): task(begin, end) runs on each thread whose range is not empty. The same n_items
-  // always splits the same way, so results never depend on timing.
+  // The same without the thread index.
   void parallel_for(int64_t n_items, int64_t granule, FunctionRef<void(int64_t, int64_t)> task);
+
+  // Calls task(i) once for each i in [0, size()), on whatever threads are available.
+  void run(FunctionRef<void(int)> task);
 
   // The number of hardware threads (at least 1).
   static int default_thread_count();
 
  private:
+  // The shared state packs the job's generation, the next unclaimed chunk and the chunk count:
+  //   bits 63..40 generation | bits 39..20 next chunk | bits 19..0 chunk count
+  static constexpr int kChunkBits = 20;
+  static constexpr uint64_t kChunkMask = (1u << kChunkBits) - 1;
+  static constexpr int64_t kMaxChunks = kChunkMask;
+
   void worker_loop(int index);
+  // Claims and runs chunks of generation `generation` until none is left.
+  void work(int thread, uint64_t generation);
 
   int n_threads_;
   std::vector<std::thread> workers_;
-  std::atomic<uint64_t> generation_{0};  // bumped once per run(); workers wait for a change
-  std::atomic<int> pending_{0};          // workers still running the current task
+  std::atomic<uint64_t> state_{0};
+  std::atomic<int64_t> done_chunks_{0};
   std::atomic<bool> stopping_{false};
-  FunctionRef<void(int)>* task_ = nullptr;
+  uint64_t generation_ = 0;  // the caller's count of jobs (only the caller touches it)
+  // The current job; written by the caller before publishing a new generation, read by a thread
+  // only while it holds an unfinished chunk of that generation (so the job cannot change).
+  FunctionRef<void(int, int64_t, int64_t)>* task_ = nullptr;
+  int64_t n_items_ = 0;
+  int64_t chunk_items_ = 0;
   std::mutex mutex_;
   std::condition_variable wake_;
+  int sleepers_ = 0;  // guarded by mutex_
 };
 
-// The contiguous range thread `index` of `n_threads` gets from [0, n_items), in `granule` units.
-std::pair<int64_t, int64_t> split_range(int64_t n_items, int64_t granule, int index, int n_threads);
+// The contiguous range part `index` of `n_parts` gets from [0, n_items), in `granule` units.
+std::pair<int64_t, int64_t> split_range(int64_t n_items, int64_t granule, int index, int n_parts);
 
 }  // namespace trellis

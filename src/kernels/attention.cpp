@@ -4,7 +4,11 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/cpu_features.h"
 #include "quant/half.h"
+#if defined(__x86_64__)
+#include "kernels/x86/attention_avx2.h"
+#endif
 
 namespace trellis {
 namespace {
@@ -107,21 +111,26 @@ void paged_attention(const KvStorage& kv, int64_t layer, const AttentionRow* row
   // Small problems run on the calling thread: waking workers would cost more than the work.
   // Either way each (row, head) is computed the same way, so results are identical.
   const int64_t work = n_rows * n_head * (max_position + 1) * head_dim;
-  const int n_threads = work < kMinParallelWork ? 1 : pool.size();
-  auto task = [&](int thread) {
-    auto [begin, end] = split_range(n_rows * n_head, 1, thread, n_threads);
+  // One variant for the whole call, so every row goes through the same arithmetic.
+  auto* attend = &attend_head;
+#if defined(__x86_64__)
+  if (cpu_features().avx2_fma_f16c && head_dim % 8 == 0 && head_dim <= 256) {
+    attend = &kernels_detail::attend_head_avx2;
+  }
+#endif
+  auto task = [&](int thread, int64_t begin, int64_t end) {
     float* scores = scratch.scores(thread, max_position + 1);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t r = item / n_head;
       const int64_t h = item % n_head;
       const int64_t offset = (r * n_head + h) * head_dim;
-      attend_head(kv, layer, h / group, rows[r], q + offset, out + offset, scores);
+      attend(kv, layer, h / group, rows[r], q + offset, out + offset, scores);
     }
   };
-  if (n_threads == 1) {
-    task(0);
+  if (work < kMinParallelWork) {
+    task(0, 0, n_rows * n_head);
   } else {
-    pool.run(task);
+    pool.parallel_chunks(n_rows * n_head, 1, task);
   }
 }
 

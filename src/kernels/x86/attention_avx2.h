@@ -1,0 +1,13 @@
+// AVX2/F16C attention for one (query row, head) pair; see kernels/attention.h for the math.
+#pragma once
+
+#include "kernels/attention.h"
+
+namespace trellis::kernels_detail {
+
+// Precondition: kv.layout().head_dim % 8 == 0 and the CPU has AVX2, FMA and F16C.
+// `scores` holds at least row.position + 1 floats.
+void attend_head_avx2(const KvStorage& kv, int64_t layer, int64_t kv_head, const AttentionRow& row,
+                      const float* q, float* out, float* scores);
+
+}  // namespace trellis::kernels_detail
