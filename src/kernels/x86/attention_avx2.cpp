@@ -1,8 +1,9 @@
 #include "kernels/x86/attention_avx2.h"
 
-#include <immintrin.h>
+// Compiled with AVX2: no std:: templates here (see avx2_util.h for why).
 
-#include <cmath>
+#include <immintrin.h>
+#include <math.h>
 
 namespace trellis::kernels_detail {
 namespace {
@@ -35,7 +36,7 @@ void attend_head_avx2(const KvStorage& kv, int64_t layer, int64_t kv_head, const
   const size_t elem = layout.element_bytes();
   const size_t row_bytes = static_cast<size_t>(head_dim) * elem;
   const int64_t n_pos = static_cast<int64_t>(row.position) + 1;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const float scale = 1.0f / sqrtf(static_cast<float>(head_dim));
 
   __m256 qv[kMaxHeadDim / 8];
   for (int64_t i = 0; i < n_vec; ++i) qv[i] = _mm256_loadu_ps(q + 8 * i);
@@ -44,7 +45,7 @@ void attend_head_avx2(const KvStorage& kv, int64_t layer, int64_t kv_head, const
   float max_score = -INFINITY;
   for (int64_t j0 = 0; j0 < n_pos; j0 += block_size) {
     const uint8_t* keys = kv.keys(row.block_table[j0 / block_size], layer, kv_head);
-    const int64_t n = std::min<int64_t>(block_size, n_pos - j0);
+    const int64_t n = n_pos - j0 < block_size ? n_pos - j0 : block_size;
     for (int64_t s = 0; s < n; ++s) {
       const uint8_t* k = keys + static_cast<size_t>(s) * row_bytes;
       __m256 acc = _mm256_mul_ps(qv[0], load8(k, f16));
@@ -52,12 +53,12 @@ void attend_head_avx2(const KvStorage& kv, int64_t layer, int64_t kv_head, const
         acc = _mm256_fmadd_ps(qv[i], load8(k + 8 * i * elem, f16), acc);
       const float score = horizontal_sum(acc) * scale;
       scores[j0 + s] = score;
-      max_score = std::max(max_score, score);
+      max_score = score > max_score ? score : max_score;
     }
   }
   float sum = 0.0f;
   for (int64_t j = 0; j < n_pos; ++j) {
-    scores[j] = std::exp(scores[j] - max_score);
+    scores[j] = expf(scores[j] - max_score);
     sum += scores[j];
   }
   const float inv_sum = 1.0f / sum;
@@ -66,7 +67,7 @@ void attend_head_avx2(const KvStorage& kv, int64_t layer, int64_t kv_head, const
   for (int64_t i = 0; i < n_vec; ++i) acc[i] = _mm256_setzero_ps();
   for (int64_t j0 = 0; j0 < n_pos; j0 += block_size) {
     const uint8_t* values = kv.values(row.block_table[j0 / block_size], layer, kv_head);
-    const int64_t n = std::min<int64_t>(block_size, n_pos - j0);
+    const int64_t n = n_pos - j0 < block_size ? n_pos - j0 : block_size;
     for (int64_t s = 0; s < n; ++s) {
       const __m256 p = _mm256_set1_ps(scores[j0 + s] * inv_sum);
       const uint8_t* v = values + static_cast<size_t>(s) * row_bytes;

@@ -49,7 +49,10 @@ struct FloatTile {
       const int64_t n8 = a.n_in / 8 * 8;
       for (int64_t i = 0; i < n8; i += 8) {
         __m256 wv[R];
-        for (int r = 0; r < R; ++r) wv[r] = Load::load8(w[r] + i * Load::kBytes);
+        for (int r = 0; r < R; ++r) {
+          if (i % 32 == 0) prefetch_ahead(w[r] + i * Load::kBytes, 1);  // once per 32 values
+          wv[r] = Load::load8(w[r] + i * Load::kBytes);
+        }
         for (int t = 0; t < T; ++t) {
           const __m256 xv = _mm256_loadu_ps(reinterpret_cast<const float*>(x[t] + i * 4));
           for (int r = 0; r < R; ++r)

@@ -150,6 +150,7 @@ struct Q32Tile {
         WeightBlock wb[R];
         __m256 dw[R];
         for (int r = 0; r < R; ++r) {
+          prefetch_ahead(w[r] + b * Dec::kBytes, 1);
           wb[r] = Dec::decode(w[r] + b * Dec::kBytes);
           dw[r] = _mm256_set1_ps(wb[r].d);
         }

@@ -150,7 +150,10 @@ struct QKTile {
       const int64_t n_blocks = a.n_in / 256;
       for (int64_t b = 0; b < n_blocks; ++b) {
         SuperBlock sb[R];
-        for (int r = 0; r < R; ++r) Dec::decode(w[r] + b * Dec::kBytes, sb[r]);
+        for (int r = 0; r < R; ++r) {
+          prefetch_ahead(w[r] + b * Dec::kBytes, static_cast<int>(Dec::kBytes));
+          Dec::decode(w[r] + b * Dec::kBytes, sb[r]);
+        }
         for (int t = 0; t < T; ++t) {
           const uint8_t* xb = x[t] + b * kActBytes;
           const float dx = load_f32(xb);
