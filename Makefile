@@ -2,7 +2,8 @@
 #   make run    install what is missing, build Release, run the main job on the default model
 #   make test   install what is missing, build with -Werror, run every test, then again under
 #               AddressSanitizer + UndefinedBehaviorSanitizer, the concurrent parts under
-#               ThreadSanitizer, then fuzz the GGUF reader for 60 s
+#               ThreadSanitizer, the NEON kernels cross-built for AArch64 and run under qemu,
+#               then fuzz the GGUF reader for 60 s
 
 JOBS ?= $(shell nproc)
 BUILD ?= build
@@ -12,12 +13,12 @@ TSAN_BUILD ?= build-tsan
 TSAN_TESTS ?= thread_pool_test
 FUZZ_SECONDS ?= 60
 
-.PHONY: run test deps build unit-test asan-test tsan-test fuzz clean
+.PHONY: run test deps build unit-test asan-test tsan-test arm-check fuzz clean
 
 run: deps build
 	$(BUILD)/cli/trellis demo
 
-test: deps unit-test asan-test tsan-test fuzz
+test: deps unit-test asan-test tsan-test arm-check fuzz
 
 deps:
 	@scripts/install-deps.sh
@@ -41,8 +42,11 @@ tsan-test:
 	cmake --build $(TSAN_BUILD) -j$(JOBS) --target $(TSAN_TESTS)
 	set -e; for t in $(TSAN_TESTS); do $(TSAN_BUILD)/tests/$$t; done
 
+arm-check:
+	scripts/arm-check.sh
+
 fuzz:
 	scripts/fuzz.sh $(FUZZ_SECONDS)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) build-fuzz
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) build-fuzz build-arm

@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libpcre2-dev nlohmann-json3-dev libcli11-dev
   clang libclang-rt-dev
+  g++-aarch64-linux-gnu qemu-user-static
 )
 
 missing=()
