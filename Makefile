@@ -15,8 +15,10 @@ FUZZ_SECONDS ?= 60
 
 .PHONY: run test deps build unit-test asan-test tsan-test arm-check fuzz clean
 
+# `make run MODEL=path/to/model.gguf` runs the main job on a real model instead.
+MODEL ?=
 run: deps build
-	$(BUILD)/cli/trellis demo
+	$(BUILD)/cli/trellis demo $(if $(MODEL),-m $(MODEL),)
 
 test: deps unit-test asan-test tsan-test arm-check fuzz
 

@@ -128,6 +128,39 @@ TEST_P(BatchInvariance, LogitsDoNotDependOnBatchCompositionOrThreads) {
   }
 }
 
+// Two sequences share the KV blocks of a common 32-token prefix (read-only): the second computes
+// only its own suffix, reading the first's blocks, and gets the same logits as when computed alone.
+TEST(SharedPrefixBlocks, ReadingAnotherSequencesBlocksChangesNothing) {
+  Harness h(DType::Q8_0);
+  ASSERT_NE(h.model, nullptr);
+  std::vector<TokenId> a = pseudo_random_tokens(40, 3, h.n_vocab);
+  std::vector<TokenId> b(a.begin(), a.begin() + 2 * kBlockSize);  // shares two whole blocks
+  std::vector<TokenId> b_suffix = pseudo_random_tokens(10, 4, h.n_vocab);
+  b.insert(b.end(), b_suffix.begin(), b_suffix.end());
+  const int64_t n_vocab = h.n_vocab;
+
+  // B alone, in blocks of its own.
+  auto alone = h.run({b}, {{{0, 0, static_cast<int32_t>(b.size())}}}, 1);
+
+  KvStorage kv =
+      std::move(KvStorage::create(h.model->kv_layout(kBlockSize, KvType::F16), 8).value());
+  LlamaWorkspace ws(h.model->hparams(), 64);
+  ThreadPool pool(2);
+  // A fills blocks 0..2; B's table starts with A's blocks 0 and 1, then its own block 5.
+  ForwardBatch first;
+  first.add_sequence(a.data(), static_cast<int32_t>(a.size()), 0, {0, 1, 2}, false);
+  h.model->forward(first, kv, ws, pool, nullptr);
+  ForwardBatch second;
+  const int32_t shared = 2 * kBlockSize;
+  second.add_sequence(b.data() + shared, static_cast<int32_t>(b.size()) - shared, shared, {0, 1, 5},
+                      false);
+  for (int32_t r = 0; r < second.n_rows(); ++r) second.output_rows.push_back(r);
+  std::vector<float> logits(static_cast<size_t>(second.n_rows() * n_vocab));
+  h.model->forward(second, kv, ws, pool, logits.data());
+  const float* expected = alone[0].data() + static_cast<size_t>(shared * n_vocab);
+  EXPECT_EQ(std::memcmp(logits.data(), expected, logits.size() * sizeof(float)), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllSynthTypes, BatchInvariance,
                          ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0,
                                            DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1),
