@@ -1,0 +1,213 @@
+// RadixAttention's prefix index: a radix tree over token sequences whose nodes hold the KV blocks
+// of their edges, one tree per cache namespace, over the shared BlockPool.
+//
+// Representation. A node's edge is a run of tokens at absolute positions [start, end) (end is the
+// node's depth). The KV of position p lives in block index j = p / B (B = block_size) of the
+// path's block table, at slot p % B. A node owns
+//   - full blocks:  block indices j in [start / B, end / B), i.e. every block whose last slot
+//                   (j + 1) * B - 1 falls inside the edge; blocks[0] is index start / B;
+//   - a tail block: iff end % B != 0, block index end / B holding slots [0, end % B) valid.
+// A block straddling the node's start also holds the parent's last tokens (copied there), which is
+// why the block whose end lies in a child belongs to the child: siblings diverging inside a block
+// need their own copies of it.
+//
+//   B = 4            0   1   2   3 | 4   5   6   7 | 8   9
+//   root -> A        a   b   c   d | e   f              A = [0,6): blocks {j0}, tail j1 (2 slots)
+//           A -> C                         g   h | i   j   C = [6,10): blocks {j1'}, tail j2
+//           A -> D                         x | (none)      D = [6,7): blocks {}, tail j1''
+//
+// Splitting X = [s, e) at p keeps every block index on one node: the new parent [s, p) takes the
+// full blocks [s / B, p / B); when p % B != 0 its tail is X's block p / B, shared (the pool counts
+// one tree reference per slot, so that block has tree_refs 2). Hence every node ending inside a
+// block has a tail, and a match ending at position d gets the block holding d - 1 from the node
+// that holds d - 1.
+//
+// Match modes. BLOCK: a match is rounded down to whole blocks, insert caches whole blocks only.
+// TOKEN (default): a match keeps every matched token; when it ends inside a block, the last
+// reported block is cached and read-only: the caller copies its first n_partial_slots slots into
+// a fresh block (KvStorage::copy_block) and writes there. Insert caches a partial last block too.
+//
+// References. The tree holds one pool reference per block slot it indexes (BlockPool::
+// cache_retain); requests hold their own (retain / alloc). The tree never touches KV memory.
+//
+// Eviction: least recently used unlocked leaves first (order in prefix/leaf_lru.h), skipping a
+// leaf any of whose blocks a request still holds; a parent becomes a leaf when its last child
+// goes. The clock is logical: one tick per lock() or insert().
+//
+// A request's lifecycle (prepare, then commit):
+//   PrefixMatch m = tree.match_prefix(ns, prompt, prompt_len - 1);   // no side effects
+//   need = ceil(total_len / B) - m.n_full_blocks;                    // fresh blocks
+//   PrefixLock lock = tree.lock(m);          // pins the path before anything is evicted
+//   if (!pool.can_alloc(need)) tree.evict(need - pool.n_free());
+//   if (!pool.can_alloc(need)) { abandon: the lock's destructor unlocks, nothing else changed }
+//   retain m.blocks[0 .. n_full_blocks); alloc need; copy the partial block if any;
+//   ... prefill, decode ...; insert(ns, tokens_with_kv, block_table); release the block table.
+//
+// Not thread-safe: one owner (the engine loop).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "kv/block_pool.h"
+#include "prefix/leaf_lru.h"
+#include "tokenizer/vocab.h"
+
+namespace trellis {
+
+enum class MatchMode { TOKEN, BLOCK };
+
+struct RadixTreeConfig {
+  int32_t block_size = 32;  // token positions per KV block; > 0
+  MatchMode mode = MatchMode::TOKEN;
+};
+
+// A node of the tree; opaque outside radix_tree.cpp.
+struct PrefixNode;
+
+struct PrefixMatch {
+  int32_t n_tokens = 0;         // matched prefix length, <= max_tokens
+  int32_t n_full_blocks = 0;    // n_tokens / block_size: blocks to share (retain) as they are
+  int32_t n_partial_slots = 0;  // n_tokens % block_size in TOKEN mode, 0 in BLOCK mode
+  // n_full_blocks shared blocks (block indices 0, 1, ...), then, when n_partial_slots > 0, the
+  // cached block whose slots [0, n_partial_slots) hold the match's last tokens (copy, never write).
+  std::vector<BlockId> blocks;
+  // The node holding position n_tokens - 1; null when n_tokens == 0. Valid until the next
+  // evict(): lock it first.
+  PrefixNode* node = nullptr;
+
+  bool has_partial_block() const { return n_partial_slots > 0; }
+  BlockId partial_block() const { return blocks.back(); }  // precondition: has_partial_block()
+};
+
+struct InsertResult {
+  int32_t n_taken = 0;      // given blocks the tree now references (new slots)
+  int32_t n_not_taken = 0;  // given blocks the tree did not take: it already had those positions
+                            // (the same block or a duplicate), or BLOCK mode left out the partial
+};
+
+class RadixTree;
+
+// Pins a node and all its ancestors against eviction until destroyed or reset(). Move-only.
+// Precondition: destroyed (or reset) before its tree.
+class PrefixLock {
+ public:
+  PrefixLock() = default;
+  ~PrefixLock() { reset(); }
+  PrefixLock(PrefixLock&& other) noexcept : tree_(other.tree_), node_(other.node_) {
+    other.tree_ = nullptr;
+    other.node_ = nullptr;
+  }
+  PrefixLock& operator=(PrefixLock&& other) noexcept;
+  PrefixLock(const PrefixLock&) = delete;
+  PrefixLock& operator=(const PrefixLock&) = delete;
+
+  // Unlocks now (no-op when empty).
+  void reset();
+  bool locked() const { return node_ != nullptr; }
+
+ private:
+  friend class RadixTree;
+  PrefixLock(RadixTree* tree, PrefixNode* node) : tree_(tree), node_(node) {}
+
+  RadixTree* tree_ = nullptr;
+  PrefixNode* node_ = nullptr;
+};
+
+// What evict() removed, for observers (tests, metrics). Views are valid during the call only.
+struct EvictedNode {
+  std::string_view ns;
+  std::span<const TokenId> path;  // tokens from the root through the node's end
+  int32_t start = 0;              // the node's edge was path[start, path.size())
+  int32_t n_blocks_freed = 0;     // blocks that went back to the free list
+};
+using EvictObserver = std::function<void(const EvictedNode&)>;
+
+class RadixTree {
+ public:
+  // Precondition: `pool` outlives the tree; config.block_size > 0.
+  RadixTree(BlockPool& pool, RadixTreeConfig config);
+  // Drops every tree reference (blocks nobody else holds become free).
+  // Precondition: no PrefixLock on this tree is left.
+  ~RadixTree();
+  RadixTree(const RadixTree&) = delete;
+  RadixTree& operator=(const RadixTree&) = delete;
+
+  const RadixTreeConfig& config() const { return config_; }
+  int32_t block_size() const { return config_.block_size; }
+
+  // The longest cached prefix of `tokens` in namespace `ns`, at most max_tokens long (callers pass
+  // prompt length - 1), rounded down to whole blocks in BLOCK mode. No side effects (LRU is
+  // touched by lock()). The returned blocks carry no reference: retain them before the next
+  // evict(). O(matched length).
+  PrefixMatch match_prefix(std::string_view ns, std::span<const TokenId> tokens,
+                           int32_t max_tokens) const;
+
+  // Touches the path to match.node (it becomes the most recently used) and pins it.
+  // Returns an empty lock when match.node is null. O(depth in nodes).
+  PrefixLock lock(const PrefixMatch& match) { return lock(match.node); }
+  PrefixLock lock(PrefixNode* node);
+
+  // Caches `tokens` of namespace `ns`, whose KV lives in `blocks` (blocks[j] holds positions
+  // [j * B, (j + 1) * B)). Preconditions: blocks.size() == ceil(tokens.size() / B); the caller
+  // holds a reference on every block; the KV of every given token is written (at a request's end,
+  // leave out the last sampled token); while the request still writes into its last block, pass
+  // whole blocks only (that block becomes shared and read-only once cached).
+  // The tree takes its own reference on the blocks of positions it did not have and touches the
+  // path; the caller keeps its references and releases them as usual (a duplicate block is then
+  // freed). BLOCK mode caches floor(size / B) whole blocks only. O(tokens.size()).
+  InsertResult insert(std::string_view ns, std::span<const TokenId> tokens,
+                      std::span<const BlockId> blocks);
+
+  // Evicts least recently used unlocked leaves whose blocks no request holds, one after another
+  // (parents become leaves in turn), until at least n_blocks blocks went back to the free list or
+  // nothing evictable is left. Returns the number of blocks freed (may exceed n_blocks by the rest
+  // of the last node). O(evicted nodes x log leaves + skipped leaves).
+  int32_t evict(int32_t n_blocks, const EvictObserver& observer = {});
+  // Evicts everything evictable.
+  int32_t flush(const EvictObserver& observer = {});
+
+  // Blocks that flush() would free now. O(nodes + their blocks). For admission decisions.
+  int32_t count_evictable_blocks() const;
+
+  int64_t n_nodes() const { return n_nodes_; }  // excluding the namespace roots
+  int32_t n_evictable_leaves() const { return static_cast<int32_t>(lru_.size()); }
+
+  // Verifies the tree's structure against the representation above, lock counts, the evictable
+  // set, that the tree's block slots agree with the pool's tree_refs, and the pool's own
+  // invariants. O(nodes + blocks + pool size).
+  Status check_invariants() const;
+
+  // One line per node, namespaces and children in sorted order, for tests:
+  //   ns "": / [0,6) 1,2,3,4,5,6 blocks=0 tail=1 lock=1 (lock only when > 0), indented by depth.
+  std::string debug_string() const;
+
+ private:
+  friend class PrefixLock;
+  using NodePtr = std::unique_ptr<PrefixNode>;
+
+  void unlock(PrefixNode* node);
+  PrefixNode* root_for(std::string_view ns);
+  PrefixNode* split(PrefixNode* node, int32_t n_head_tokens);
+  void touch(PrefixNode* node, uint64_t tick);
+  void update_lru(PrefixNode* node);
+  bool held_by_request(const PrefixNode* node) const;
+  int32_t drop_blocks(PrefixNode* node);
+
+  BlockPool& pool_;
+  RadixTreeConfig config_;
+  std::map<std::string, NodePtr, std::less<>> roots_;  // one root per namespace, never evicted
+  LeafLru lru_;
+  uint64_t clock_ = 0;
+  uint64_t next_id_ = 0;
+  int64_t n_nodes_ = 0;
+};
+
+}  // namespace trellis
