@@ -302,7 +302,8 @@ int32_t RadixTree::drop_blocks(PrefixNode* node) {
 
 int32_t RadixTree::evict(int32_t n_blocks, const EvictObserver& observer) {
   int32_t n_freed = 0;
-  std::vector<TokenId> path;
+  std::vector<TokenId> path;    // for the observer only
+  std::vector<BlockId> blocks;  // for the observer only
   auto it = lru_.begin();
   while (n_freed < n_blocks && it != lru_.end()) {
     PrefixNode* node = it->second;
@@ -317,10 +318,12 @@ int32_t RadixTree::evict(int32_t n_blocks, const EvictObserver& observer) {
       path.clear();
       for (const PrefixNode* n = node; !n->is_root(); n = n->parent)
         path.insert(path.begin(), n->tokens.begin(), n->tokens.end());
+      blocks = node->blocks;
+      if (node->tail != kNoBlock) blocks.push_back(node->tail);
     }
     const int32_t freed_here = drop_blocks(node);
     n_freed += freed_here;
-    if (observer) observer(EvictedNode{*node->ns, path, node->start, freed_here});
+    if (observer) observer(EvictedNode{*node->ns, path, node->start, blocks, freed_here});
     PrefixNode* parent = node->parent;
     parent->children.erase(node->tokens.front());  // destroys `node`
     --n_nodes_;

@@ -11,10 +11,11 @@
 // why the block whose end lies in a child belongs to the child: siblings diverging inside a block
 // need their own copies of it.
 //
-//   B = 4            0   1   2   3 | 4   5   6   7 | 8   9
-//   root -> A        a   b   c   d | e   f              A = [0,6): blocks {j0}, tail j1 (2 slots)
-//           A -> C                         g   h | i   j   C = [6,10): blocks {j1'}, tail j2
-//           A -> D                         x | (none)      D = [6,7): blocks {}, tail j1''
+//   B = 4, positions:     0 1 2 3 | 4 5 6 7 | 8 9
+//   A = [0,6)             a b c d | e f             full {j0: b0}, tail (j1: b1, slots 0-1)
+//   C = [6,10) under A                  g h | i j   full {j1: b2}, tail (j2: b3, slots 0-1)
+//   D = [6,7)  under A                  x           no full block, tail (j1: b4, slots 0-2)
+//   b2 and b4 begin with copies of e f: block index 1 exists in three versions, one per node.
 //
 // Splitting X = [s, e) at p keeps every block index on one node: the new parent [s, p) takes the
 // full blocks [s / B, p / B); when p % B != 0 its tail is X's block p / B, shared (the pool counts
@@ -36,10 +37,10 @@
 //
 // A request's lifecycle (prepare, then commit):
 //   PrefixMatch m = tree.match_prefix(ns, prompt, prompt_len - 1);   // no side effects
-//   need = ceil(total_len / B) - m.n_full_blocks;                    // fresh blocks
+//   need = tree.fresh_blocks_needed(m, total_len);
 //   PrefixLock lock = tree.lock(m);          // pins the path before anything is evicted
-//   if (!pool.can_alloc(need)) tree.evict(need - pool.n_free());
-//   if (!pool.can_alloc(need)) { abandon: the lock's destructor unlocks, nothing else changed }
+//   if (pool.n_free() + tree.count_evictable_blocks() < need) abandon (the lock unlocks);
+//   if (!pool.can_alloc(need)) tree.evict(need - pool.n_free());   // now certain to suffice
 //   retain m.blocks[0 .. n_full_blocks); alloc need; copy the partial block if any;
 //   ... prefill, decode ...; insert(ns, tokens_with_kv, block_table); release the block table.
 //
@@ -124,9 +125,10 @@ class PrefixLock {
 // What evict() removed, for observers (tests, metrics). Views are valid during the call only.
 struct EvictedNode {
   std::string_view ns;
-  std::span<const TokenId> path;  // tokens from the root through the node's end
-  int32_t start = 0;              // the node's edge was path[start, path.size())
-  int32_t n_blocks_freed = 0;     // blocks that went back to the free list
+  std::span<const TokenId> path;    // tokens from the root through the node's end
+  int32_t start = 0;                // the node's edge was path[start, path.size())
+  std::span<const BlockId> blocks;  // the node's full blocks, then its tail if any
+  int32_t n_blocks_freed = 0;       // blocks that went back to the free list
 };
 using EvictObserver = std::function<void(const EvictedNode&)>;
 
@@ -176,6 +178,12 @@ class RadixTree {
 
   // Blocks that flush() would free now. O(nodes + their blocks). For admission decisions.
   int32_t count_evictable_blocks() const;
+
+  // Fresh blocks a request of n_tokens tokens needs beyond the whole blocks it shares from
+  // `match` (the copy of a partial block counts as fresh): ceil(n_tokens / B) - n_full_blocks.
+  int32_t fresh_blocks_needed(const PrefixMatch& match, int32_t n_tokens) const {
+    return (n_tokens + block_size() - 1) / block_size() - match.n_full_blocks;
+  }
 
   int64_t n_nodes() const { return n_nodes_; }  // excluding the namespace roots
   int32_t n_evictable_leaves() const { return static_cast<int32_t>(lru_.size()); }

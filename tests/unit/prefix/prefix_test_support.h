@@ -30,7 +30,8 @@ inline bool admit(RadixTree& tree, BlockPool& pool, std::string_view ns,
                   const std::vector<TokenId>& tokens, Request& req) {
   const int32_t n = static_cast<int32_t>(tokens.size());
   req.match = tree.match_prefix(ns, tokens, n - 1);
-  const int32_t need = blocks_for(n, tree.block_size()) - req.match.n_full_blocks;
+  const int32_t need = tree.fresh_blocks_needed(req.match, n);
+  EXPECT_EQ(need, blocks_for(n, tree.block_size()) - req.match.n_full_blocks);
   req.lock = tree.lock(req.match);  // pins the matched path before anything is evicted
   // Prepare: is there room, counting what eviction could free? If not, abandon unchanged.
   if (pool.n_free() + tree.count_evictable_blocks() < need) {

@@ -271,6 +271,10 @@ class Simulation {
     const Tokens path(e.path.begin(), e.path.end());
     const int32_t end = static_cast<int32_t>(path.size());
     ASSERT_LT(e.start, end);
+    for (BlockId b : e.blocks) {
+      ASSERT_EQ(pool_.request_refs(b), 0)
+          << "evicted block " << b << " that a request holds, " << where();
+    }
     for (const auto& l : locks_) {
       if (l->ns != ns) continue;
       const int32_t n = static_cast<int32_t>(l->path.size());

@@ -34,15 +34,26 @@ Tokens concat(Tokens a, const Tokens& b) {
   return a;
 }
 
-// Records the edges that evict() removes, as "[start,end) first-token".
+// Records the nodes that evict() removes, as "[start,end) first-token blocks ... freed n".
 struct EvictionLog {
   std::vector<std::string> entries;
   EvictObserver observer() {
     return [this](const EvictedNode& e) {
-      entries.push_back(std::string(e.ns) + "[" + std::to_string(e.start) + "," +
-                        std::to_string(e.path.size()) + ") " +
-                        std::to_string(e.path[static_cast<size_t>(e.start)]) + " freed " +
-                        std::to_string(e.n_blocks_freed));
+      std::string entry(e.ns);
+      entry += '[';
+      entry += std::to_string(e.start);
+      entry += ',';
+      entry += std::to_string(e.path.size());
+      entry += ") ";
+      entry += std::to_string(e.path[static_cast<size_t>(e.start)]);
+      entry += " blocks";
+      for (BlockId b : e.blocks) {
+        entry += ' ';
+        entry += std::to_string(b);
+      }
+      entry += " freed ";
+      entry += std::to_string(e.n_blocks_freed);
+      entries.push_back(entry);
     };
   }
 };
@@ -183,7 +194,8 @@ TEST(RadixTreeTest, SplitInsideABlockSharesTheStraddlingBlockAsTail) {
   // Evicting the child keeps the shared block for the parent's tail.
   EvictionLog log;
   EXPECT_EQ(tree.evict(1, log.observer()), 1);
-  EXPECT_EQ(log.entries, (std::vector<std::string>{"[6,8) 7 freed 0", "[6,8) 70 freed 1"}));
+  EXPECT_EQ(log.entries,
+            (std::vector<std::string>{"[6,8) 7 blocks 1 freed 0", "[6,8) 70 blocks 2 freed 1"}));
   EXPECT_EQ(pool.tree_refs(1), 1);
   EXPECT_TRUE(pool.is_free(2));
   m = tree.match_prefix("", range(1, 8), 7);
@@ -301,11 +313,11 @@ TEST(RadixTreeTest, EvictsLeastRecentlyUsedLeavesThenParentsInExactOrder) {
   EXPECT_EQ(tree.evict(1, log.observer()), 1);
   EXPECT_EQ(tree.evict(1, log.observer()), 0);
   EXPECT_EQ(log.entries, (std::vector<std::string>{
-                             "[4,8) 5 freed 1",
-                             "[4,8) 9 freed 1",
-                             "[0,4) 1 freed 1",
-                             "[0,4) 7 freed 1",
-                             "[0,4) 30 freed 1",
+                             "[4,8) 5 blocks 1 freed 1",
+                             "[4,8) 9 blocks 2 freed 1",
+                             "[0,4) 1 blocks 0 freed 1",
+                             "[0,4) 7 blocks 3 freed 1",
+                             "[0,4) 30 blocks 4 freed 1",
                          }));
   EXPECT_EQ(pool.n_free(), 11);
   EXPECT_EQ(pool.n_evicted(), 5);
@@ -331,7 +343,7 @@ TEST(RadixTreeTest, EvictionStopsWhenEnoughIsFreeAndCountsWholeNodes) {
   run_request(tree, pool, "", range(20, 23));  // 1 block
   EvictionLog log;
   EXPECT_EQ(tree.evict(1, log.observer()), 3);  // the oldest node frees all its blocks
-  EXPECT_EQ(log.entries, (std::vector<std::string>{"[0,12) 1 freed 3"}));
+  EXPECT_EQ(log.entries, (std::vector<std::string>{"[0,12) 1 blocks 0 1 2 freed 3"}));
   EXPECT_EQ(tree.evict(0), 0);
   EXPECT_EQ(tree.n_nodes(), 1);
   expect_ok(tree);
@@ -356,7 +368,8 @@ TEST(RadixTreeTest, LockedPathsAreNeverEvicted) {
   EXPECT_EQ(tree.count_evictable_blocks(), 2);
   EvictionLog log;
   EXPECT_EQ(tree.flush(log.observer()), 2);
-  EXPECT_EQ(log.entries, (std::vector<std::string>{"[4,8) 5 freed 1", "[0,4) 7 freed 1"}));
+  EXPECT_EQ(log.entries,
+            (std::vector<std::string>{"[4,8) 5 blocks 1 freed 1", "[0,4) 7 blocks 3 freed 1"}));
   EXPECT_EQ(tree.n_nodes(), 2);
   expect_ok(tree);
 
@@ -396,7 +409,7 @@ TEST(RadixTreeTest, LeavesWhoseBlocksARequestHoldsAreSkipped) {
   EXPECT_EQ(tree.count_evictable_blocks(), 1);
   EvictionLog log;
   EXPECT_EQ(tree.evict(2, log.observer()), 1);
-  EXPECT_EQ(log.entries, (std::vector<std::string>{"[0,4) 20 freed 1"}));
+  EXPECT_EQ(log.entries, (std::vector<std::string>{"[0,4) 20 blocks 1 freed 1"}));
   pool.release(0);
   EXPECT_EQ(tree.evict(1, log.observer()), 1);
   EXPECT_EQ(pool.n_free(), 11);
@@ -421,7 +434,7 @@ TEST(RadixTreeTest, NamespacesNeverShare) {
   // Eviction is global across namespaces, oldest first.
   EvictionLog log;
   EXPECT_EQ(tree.evict(1, log.observer()), 2);
-  EXPECT_EQ(log.entries, (std::vector<std::string>{"[0,8) 1 freed 2"}));
+  EXPECT_EQ(log.entries, (std::vector<std::string>{"[0,8) 1 blocks 0 1 freed 2"}));
   EXPECT_EQ(tree.match_prefix("", t, 7).n_tokens, 0);
   EXPECT_EQ(tree.match_prefix("tenant-a", t, 7).n_tokens, 7);
   expect_ok(tree);
