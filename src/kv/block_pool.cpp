@@ -130,8 +130,9 @@ Result<int64_t> parse_byte_size(std::string_view text) {
   constexpr int64_t kMax = int64_t{1} << 62;
   int64_t value = 0;
   for (size_t i = 0; i < n_digits; ++i) {
-    value = value * 10 + (text[i] - '0');
-    if (value > kMax) return Error{shown + " is too large"};
+    const int digit = text[i] - '0';
+    if (value > (kMax - digit) / 10) return Error{shown + " is too large"};
+    value = value * 10 + digit;
   }
   const std::string_view suffix = text.substr(n_digits);
   int64_t unit = 0;

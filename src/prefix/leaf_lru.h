@@ -24,6 +24,9 @@ struct LeafKey {
 //      child is, so a parent's last_access is never older than its children's and it sorts after
 //      them);
 //   3. on equal last_access and end, smaller id first (created earlier).
+// Each tick touches one path, which ends in at most one leaf, so two live leaves rarely share a
+// last_access (a parent that becomes a leaf inherits its last child's tick); the order is total
+// regardless, so eviction is deterministic.
 struct LeafKeyLess {
   bool operator()(const LeafKey& a, const LeafKey& b) const {
     if (a.last_access != b.last_access) return a.last_access < b.last_access;

@@ -131,6 +131,9 @@ TEST(BlockPoolTest, ParsesByteSizes) {
   EXPECT_EQ(parse_byte_size("64KiB").value(), 64 * 1024);
   EXPECT_EQ(parse_byte_size("512MiB").value(), int64_t{512} << 20);
   EXPECT_EQ(parse_byte_size("2GiB").value(), int64_t{2} << 30);
+  EXPECT_EQ(parse_byte_size("4611686018427387904").value(), int64_t{1} << 62);  // the largest
+  EXPECT_EQ(parse_byte_size("4294967296GiB").value(), int64_t{1} << 62);
+  EXPECT_FALSE(parse_byte_size("4611686018427387905").ok());
 }
 
 TEST(BlockPoolTest, RejectsBadByteSizesWithMessages) {
