@@ -327,7 +327,11 @@ int32_t RadixTree::evict(int32_t n_blocks, const EvictObserver& observer) {
     PrefixNode* parent = node->parent;
     parent->children.erase(node->tokens.front());  // destroys `node`
     --n_nodes_;
-    update_lru(parent);
+    if (parent->is_root() && parent->children.empty()) {
+      roots_.erase(roots_.find(*parent->ns));  // an empty namespace keeps no root
+    } else {
+      update_lru(parent);
+    }
     // The parent, if it became evictable, sorts after `key` (its last_access is not older and it
     // is shallower), so resuming after `key` sees it in order.
     it = lru_.upper_bound(key);
@@ -389,6 +393,7 @@ Status RadixTree::check_invariants() const {
     if (r->parent != nullptr || !r->tokens.empty() || !r->blocks.empty() || r->tail != kNoBlock ||
         r->ns != &name || r->in_lru)
       return fail(r, "malformed namespace root");
+    if (r->children.empty()) return fail(r, "an empty namespace keeps its root");
     stack.push_back(r);
   }
   while (!stack.empty()) {

@@ -186,6 +186,8 @@ class RadixTree {
   }
 
   int64_t n_nodes() const { return n_nodes_; }  // excluding the namespace roots
+  // Namespaces with something cached (a namespace's root goes with its last node).
+  int32_t n_namespaces() const { return static_cast<int32_t>(roots_.size()); }
   int32_t n_evictable_leaves() const { return static_cast<int32_t>(lru_.size()); }
 
   // Verifies the tree's structure against the representation above, lock counts, the evictable
@@ -211,7 +213,7 @@ class RadixTree {
 
   BlockPool& pool_;
   RadixTreeConfig config_;
-  std::map<std::string, NodePtr, std::less<>> roots_;  // one root per namespace, never evicted
+  std::map<std::string, NodePtr, std::less<>> roots_;  // one per non-empty namespace
   LeafLru lru_;
   uint64_t clock_ = 0;
   uint64_t next_id_ = 0;

@@ -119,6 +119,7 @@ class Simulation {
     EXPECT_EQ(pool_.n_free(), pool_.n_total()) << where();
     EXPECT_EQ(pool_.n_cached(), 0);
     EXPECT_EQ(tree_.n_nodes(), 0);
+    EXPECT_EQ(tree_.n_namespaces(), 0);
     for (auto& [ns, seqs] : reference_.cached)
       EXPECT_TRUE(seqs.empty()) << "the reference still caches sequences of \"" << ns << "\"";
     check();

@@ -437,6 +437,10 @@ TEST(RadixTreeTest, NamespacesNeverShare) {
   EXPECT_EQ(log.entries, (std::vector<std::string>{"[0,8) 1 blocks 0 1 freed 2"}));
   EXPECT_EQ(tree.match_prefix("", t, 7).n_tokens, 0);
   EXPECT_EQ(tree.match_prefix("tenant-a", t, 7).n_tokens, 7);
+  EXPECT_EQ(tree.n_namespaces(), 1);  // the emptied namespace's root is gone
+  EXPECT_EQ(tree.debug_string(), "ns \"tenant-a\":\n  [0,8) 1,2,3,4,5,6,7,8 blocks=2,3\n");
+  run_request(tree, pool, "", t);  // and comes back on the next insert
+  EXPECT_EQ(tree.n_namespaces(), 2);
   expect_ok(tree);
 }
 
