@@ -127,6 +127,8 @@ class Simulation {
 
   int64_t n_matched_tokens() const { return n_matched_tokens_; }
   int64_t n_evicted_nodes() const { return n_evicted_nodes_; }
+  int64_t n_partial_matches() const { return n_partial_matches_; }
+  int64_t n_shared_tail_checks() const { return n_shared_tail_checks_; }
 
  private:
   int uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
@@ -166,6 +168,7 @@ class Simulation {
           << "block " << b << " slot " << p % B() << ", " << where();
     }
     n_matched_tokens_ += m.n_tokens;
+    n_partial_matches_ += m.has_partial_block() ? 1 : 0;
   }
 
   // Writes the KV of position p of request r; the block must be the request's alone.
@@ -340,6 +343,7 @@ class Simulation {
     for (BlockId b = 0; b < pool_.n_total(); ++b) {
       ASSERT_EQ(pool_.refcount(b), pool_.tree_refs(b) + request_refs[static_cast<size_t>(b)])
           << "block " << b << ", " << where();
+      n_shared_tail_checks_ += pool_.tree_refs(b) >= 2 ? 1 : 0;
     }
     ASSERT_EQ(pool_.n_free() + pool_.n_used(), pool_.n_total());
   }
@@ -356,11 +360,15 @@ class Simulation {
   int step_ = 0;
   int64_t n_matched_tokens_ = 0;
   int64_t n_evicted_nodes_ = 0;
+  int64_t n_partial_matches_ = 0;     // matches reporting a partial block (token mode)
+  int64_t n_shared_tail_checks_ = 0;  // block checks that met a block in two tree slots
 };
 
 TEST(RadixTreePropertyTest, MatchesReferenceModelUnderRandomOperations) {
   int64_t n_matched = 0;
   int64_t n_evicted = 0;
+  int64_t n_partial = 0;
+  int64_t n_shared = 0;
   const int32_t kBlockSizes[] = {1, 2, 3, 4, 5, 8, 16};
   for (uint32_t seed = 1; seed <= 64; ++seed) {
     std::mt19937 pick(seed * 7919u);
@@ -375,10 +383,14 @@ TEST(RadixTreePropertyTest, MatchesReferenceModelUnderRandomOperations) {
     if (::testing::Test::HasFailure()) return;
     n_matched += sim.n_matched_tokens();
     n_evicted += sim.n_evicted_nodes();
+    n_partial += sim.n_partial_matches();
+    n_shared += sim.n_shared_tail_checks();
   }
   // The workload must exercise sharing and eviction, or the test proves little.
-  EXPECT_GT(n_matched, 50000);
-  EXPECT_GT(n_evicted, 5000);
+  EXPECT_GT(n_matched, 35000);
+  EXPECT_GT(n_evicted, 9000);
+  EXPECT_GT(n_partial, 2000);
+  EXPECT_GT(n_shared, 50000);
 }
 
 }  // namespace
