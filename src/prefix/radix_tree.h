@@ -78,7 +78,9 @@ struct PrefixMatch {
   int32_t n_full_blocks = 0;    // n_tokens / block_size: blocks to share (retain) as they are
   int32_t n_partial_slots = 0;  // n_tokens % block_size in TOKEN mode, 0 in BLOCK mode
   // n_full_blocks shared blocks (block indices 0, 1, ...), then, when n_partial_slots > 0, the
-  // cached block whose slots [0, n_partial_slots) hold the match's last tokens (copy, never write).
+  // cached block whose slots [0, n_partial_slots) hold the match's last tokens: never write it;
+  // copy it with KvStorage::copy_block(partial_block(), fresh, n_partial_slots). It belongs to
+  // `node`, so lock(match) keeps it alive until copied.
   std::vector<BlockId> blocks;
   // The node holding position n_tokens - 1; null when n_tokens == 0. Valid until the next
   // evict(): lock it first.
