@@ -68,10 +68,8 @@ int run_demo(GeneratorOptions& options) {
   request.sampling.temperature = 0.0f;
   request.ignore_eos = true;
   std::printf("%s", kSamplePrompt);
-  Result<GenerationResult> result = gen.generate(request, [](std::string_view text) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-  });
+  Result<GenerationResult> result =
+      gen.generate(request, [](std::string_view text) { print_streamed(text); });
   if (!result.ok()) {
     std::fprintf(stderr, "\nerror: %s\n", result.error().message.c_str());
     return 1;

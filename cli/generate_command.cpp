@@ -95,9 +95,7 @@ int run_generate(GenerateArgs& args) {
       std::fflush(stdout);
     }
     Result<GenerationResult> result = gen.generate(request, [&](std::string_view text) {
-      if (args.json) return;
-      std::fwrite(text.data(), 1, text.size(), stdout);
-      std::fflush(stdout);
+      if (!args.json) print_streamed(text);
     });
     if (!result.ok()) {
       std::fprintf(stderr, "\nerror: %s\n", result.error().message.c_str());

@@ -56,6 +56,11 @@ std::unique_ptr<Generator> GeneratorOptions::open(FunctionRef<void(GeneratorConf
   return std::move(generator).value();
 }
 
+void print_streamed(std::string_view text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
 std::string default_model_path() {
   fs::path dir;
   if (const char* env = std::getenv("TRELLIS_CACHE_DIR")) {

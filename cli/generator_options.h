@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <string_view>
 
 #include "engine/generator.h"
 
@@ -27,6 +28,9 @@ struct GeneratorOptions {
     return open([](GeneratorConfig&) {});
   }
 };
+
+// Writes generated text to stdout at once (streaming output).
+void print_streamed(std::string_view text);
 
 // The default model's path (created by `trellis demo` when missing).
 std::string default_model_path();

@@ -120,6 +120,10 @@ Status LlamaModel::validate_batch(const ForwardBatch& batch, const KvStorage& kv
   }
   const int32_t block_size = kv.layout().block_size;
   for (const BatchSequence& seq : batch.sequences) {
+    for (int32_t block : seq.block_table) {
+      if (block < 0 || block >= kv.n_blocks())
+        return Error{"block id " + std::to_string(block) + " is invalid"};
+    }
     for (int32_t r = seq.row_begin; r < seq.row_end; ++r) {
       const TokenId token = batch.tokens[static_cast<size_t>(r)];
       const int32_t pos = batch.positions[static_cast<size_t>(r)];
@@ -127,10 +131,6 @@ Status LlamaModel::validate_batch(const ForwardBatch& batch, const KvStorage& kv
         return Error{"token id " + std::to_string(token) + " is outside the vocab"};
       if (pos < 0 || static_cast<size_t>(pos / block_size) >= seq.block_table.size()) {
         return Error{"position " + std::to_string(pos) + " is not covered by the block table"};
-      }
-      for (int32_t block : seq.block_table) {
-        if (block < 0 || block >= kv.n_blocks())
-          return Error{"block id " + std::to_string(block) + " is invalid"};
       }
     }
   }
