@@ -74,7 +74,7 @@ Result<double> measure_generation(Generator& gen, int32_t n_gen, TokenId first) 
   request.max_tokens = n_gen + 1;  // the first token comes from the prefill, then n_gen decodes
   request.ignore_eos = true;
   request.sampling.temperature = 0;
-  Result<GenerationResult> result = gen.generate(request, [](std::string_view) {});
+  Result<GenerationResult> result = gen.generate(request, [](std::string_view) { return true; });
   if (!result.ok()) return result.error();
   return result->timings.generation_tokens_per_s();
 }

@@ -68,8 +68,10 @@ int run_demo(GeneratorOptions& options) {
   request.sampling.temperature = 0.0f;
   request.ignore_eos = true;
   std::printf("%s", kSamplePrompt);
-  Result<GenerationResult> result =
-      gen.generate(request, [](std::string_view text) { print_streamed(text); });
+  Result<GenerationResult> result = gen.generate(request, [](std::string_view text) {
+    print_streamed(text);
+    return true;
+  });
   if (!result.ok()) {
     std::fprintf(stderr, "\nerror: %s\n", result.error().message.c_str());
     return 1;

@@ -96,6 +96,7 @@ int run_generate(GenerateArgs& args) {
     }
     Result<GenerationResult> result = gen.generate(request, [&](std::string_view text) {
       if (!args.json) print_streamed(text);
+      return true;
     });
     if (!result.ok()) {
       std::fprintf(stderr, "\nerror: %s\n", result.error().message.c_str());
@@ -108,6 +109,9 @@ int run_generate(GenerateArgs& args) {
                             {"generated_tokens", result->tokens},
                             {"text", result->text},
                             {"finish_reason", result->finish_reason},
+                            {"cached_tokens", result->kv.n_cached_tokens},
+                            {"kv_blocks_allocated", result->kv.n_blocks_allocated},
+                            {"kv_blocks_acquired", result->kv.n_blocks_acquired},
                             {"seed", seed},
                             {"timings", timings_json(t)}};
       std::printf("%s\n",
@@ -115,10 +119,11 @@ int run_generate(GenerateArgs& args) {
     } else {
       std::printf("\n");
       std::fprintf(stderr,
-                   "[prompt %d tokens, %.1f tokens/s | generated %d tokens, %.1f tokens/s | "
-                   "first token after %.0f ms | %s]\n",
-                   t.n_prompt_tokens, t.prompt_tokens_per_s(), t.n_generated_tokens,
-                   t.generation_tokens_per_s(), t.ttft_ms, result->finish_reason.c_str());
+                   "[prompt %d tokens (%d cached), %.1f tokens/s | generated %d tokens, %.1f "
+                   "tokens/s | first token after %.0f ms | %s]\n",
+                   t.n_prompt_tokens, result->kv.n_cached_tokens, t.prompt_tokens_per_s(),
+                   t.n_generated_tokens, t.generation_tokens_per_s(), t.ttft_ms,
+                   result->finish_reason.c_str());
     }
     std::fflush(stdout);
   }

@@ -18,6 +18,16 @@ void GeneratorOptions::add_to(CLI::App& app, bool model_required) {
   app.add_option("--kv-type", kv_type, "KV cache element type: f16 or f32")->capture_default_str();
   app.add_option("--batch-tokens", batch_tokens, "Prefill chunk size in tokens")
       ->capture_default_str();
+  app.add_option("--prefix-cache", prefix_cache,
+                 "Share the KV blocks of common prefixes between prompts: on or off")
+      ->capture_default_str();
+  app.add_option("--match", match,
+                 "Prefix match granularity: token (reuse every cached token; a partially matched "
+                 "block is copied) or block (whole blocks only)")
+      ->capture_default_str();
+  app.add_option("--kv-mem", kv_mem,
+                 "KV pool memory, e.g. 512MiB (B, KiB, MiB, GiB); default: 4 contexts");
+  app.add_option("--kv-tokens", kv_tokens, "KV pool size in tokens (instead of --kv-mem)");
 }
 
 Result<GeneratorConfig> GeneratorOptions::config() const {
@@ -33,6 +43,23 @@ Result<GeneratorConfig> GeneratorOptions::config() const {
   } else {
     return Error{"--kv-type must be f16 or f32, not '" + kv_type + "'"};
   }
+  if (prefix_cache != "on" && prefix_cache != "off")
+    return Error{"--prefix-cache must be on or off, not '" + prefix_cache + "'"};
+  config.prefix_cache.enabled = prefix_cache == "on";
+  if (match == "token") {
+    config.prefix_cache.mode = MatchMode::TOKEN;
+  } else if (match == "block") {
+    config.prefix_cache.mode = MatchMode::BLOCK;
+  } else {
+    return Error{"--match must be token or block, not '" + match + "'"};
+  }
+  if (!kv_mem.empty()) {
+    Result<int64_t> bytes = parse_byte_size(kv_mem);
+    if (!bytes.ok()) return Error{"--kv-mem: " + bytes.error().message};
+    config.kv_bytes = *bytes;
+  }
+  if (kv_tokens < 0) return Error{"--kv-tokens must not be negative"};
+  config.kv_tokens = kv_tokens;
   if (threads < 0 || n_ctx < 0 || block_size <= 0 || batch_tokens <= 0) {
     return Error{
         "--threads/--ctx must not be negative; --block-size/--batch-tokens must be positive"};

@@ -16,8 +16,13 @@ struct GeneratorOptions {
   int32_t block_size = 32;
   std::string kv_type = "f16";
   int32_t batch_tokens = 256;
+  std::string prefix_cache = "on";
+  std::string match = "token";
+  std::string kv_mem;  // a size such as 512MiB; empty: --kv-tokens or the default
+  int64_t kv_tokens = 0;
 
-  // Registers -m, -t, --ctx, --block-size, --kv-type, --batch-tokens on `app`.
+  // Registers -m, -t, --ctx, --block-size, --kv-type, --batch-tokens, --prefix-cache, --match,
+  // --kv-mem and --kv-tokens on `app`.
   void add_to(CLI::App& app, bool model_required);
   // The config, or an error for a bad value.
   Result<GeneratorConfig> config() const;

@@ -1,6 +1,7 @@
 #include "engine/generator.h"
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 
 #include "sample/sampler.h"
@@ -17,7 +18,7 @@ double ms_since(Clock::time_point start) {
 }  // namespace
 
 double GenerationTimings::prompt_tokens_per_s() const {
-  return prompt_ms > 0 ? n_prompt_tokens * 1000.0 / prompt_ms : 0.0;
+  return prompt_ms > 0 ? n_prefill_tokens * 1000.0 / prompt_ms : 0.0;
 }
 double GenerationTimings::generation_tokens_per_s() const {
   // The first token comes out of the prefill; the decode steps produce the rest.
@@ -48,19 +49,40 @@ Result<std::unique_ptr<Generator>> Generator::create(const std::string& model_pa
   gen->n_ctx_ = config.n_ctx > 0 ? config.n_ctx : static_cast<int32_t>(hp.n_ctx_train);
   if (config.block_size <= 0 || config.max_batch_tokens <= 0)
     return Error{"block size and batch size must be positive"};
-  const int32_t n_blocks = (gen->n_ctx_ + config.block_size - 1) / config.block_size;
-  Result<KvStorage> kv =
-      KvStorage::create(gen->model_->kv_layout(config.block_size, config.kv_type), n_blocks);
-  if (!kv.ok()) return kv.error();
-  gen->kv_ = std::make_unique<KvStorage>(std::move(kv).value());
-  // One sequence at a time: it may use every block, in order.
-  BlockPool pool(n_blocks);
-  pool.alloc(n_blocks, gen->block_table_);
+  TRELLIS_TRY(gen->init_kv(config));
   gen->max_batch_tokens_ = std::min(config.max_batch_tokens, gen->n_ctx_);
   gen->workspace_ = std::make_unique<LlamaWorkspace>(hp, gen->max_batch_tokens_);
-  gen->pool_ = std::make_unique<ThreadPool>(
+  gen->threads_ = std::make_unique<ThreadPool>(
       config.n_threads > 0 ? config.n_threads : ThreadPool::default_thread_count());
   return gen;
+}
+
+Status Generator::init_kv(const GeneratorConfig& config) {
+  const KvLayout layout = model_->kv_layout(config.block_size, config.kv_type);
+  const int32_t B = config.block_size;
+  Result<int32_t> n_blocks =
+      config.kv_bytes > 0
+          ? blocks_for_bytes(config.kv_bytes, static_cast<int64_t>(layout.bytes_per_block()))
+      : config.kv_tokens > 0 ? blocks_for_tokens(config.kv_tokens, B)
+                             : blocks_for_tokens(4 * int64_t{n_ctx_}, B);
+  if (!n_blocks.ok()) return Error{"KV pool size: " + n_blocks.error().message};
+  if (config.kv_bytes <= 0 && config.kv_tokens <= 0) {  // the default: room for one context too
+    *n_blocks = std::max(*n_blocks, (n_ctx_ + B - 1) / B + 1);
+  }
+  // One request must fit once everything else is evicted: its blocks plus, in TOKEN mode, the
+  // locked cached block its first fresh block was copied from.
+  if (*n_blocks < 2) {
+    return Error{"the KV pool of " + std::to_string(*n_blocks) +
+                 " block(s) is too small: it needs at least 2 blocks of " + std::to_string(B) +
+                 " tokens"};
+  }
+  n_ctx_ = std::min(n_ctx_, (*n_blocks - 1) * B);
+  Result<KvStorage> kv = KvStorage::create(layout, *n_blocks);
+  if (!kv.ok()) return kv.error();
+  kv_ = std::make_unique<KvStorage>(std::move(kv).value());
+  blocks_ = std::make_unique<BlockPool>(*n_blocks);
+  cache_ = std::make_unique<PrefixCache>(*blocks_, *kv_, config.prefix_cache);
+  return {};
 }
 
 Status Generator::check_prompt(const std::vector<TokenId>& prompt) const {
@@ -76,19 +98,30 @@ Status Generator::check_prompt(const std::vector<TokenId>& prompt) const {
   return {};
 }
 
-void Generator::run(const TokenId* ids, int32_t n, int32_t first_position, float* logits,
-                    bool all_rows) {
+void Generator::run(const SequenceKv& seq, const TokenId* ids, int32_t n, int32_t first_position,
+                    float* logits, bool all_rows) {
+  assert(first_position + n <= seq.capacity_tokens());
   batch_.clear();
-  batch_.add_sequence(ids, n, first_position, block_table_,
+  batch_.add_sequence(ids, n, first_position, seq.block_table(),
                       /*want_last_logits=*/!all_rows && logits != nullptr);
   if (all_rows && logits != nullptr) {
     for (int32_t r = 0; r < n; ++r) batch_.output_rows.push_back(r);
   }
-  model_->forward(batch_, *kv_, *workspace_, *pool_, logits);
+  model_->forward(batch_, *kv_, *workspace_, *threads_, logits);
+}
+
+void Generator::prefill(const SequenceKv& seq, std::span<const TokenId> prompt, int32_t first,
+                        float* logits) {
+  const auto n_prompt = static_cast<int32_t>(prompt.size());
+  for (int32_t begin = first; begin < n_prompt; begin += max_batch_tokens_) {
+    const int32_t n = std::min(max_batch_tokens_, n_prompt - begin);
+    const bool last_chunk = begin + n == n_prompt;
+    run(seq, prompt.data() + begin, n, begin, last_chunk ? logits : nullptr, false);
+  }
 }
 
 Result<GenerationResult> Generator::generate(const GenerationRequest& request,
-                                             FunctionRef<void(std::string_view)> on_text) {
+                                             FunctionRef<bool(std::string_view)> on_text) {
   TRELLIS_TRY(check_prompt(request.prompt));
   if (request.max_tokens < 0) return Error{"max_tokens must not be negative"};
   const int32_t n_vocab = static_cast<int32_t>(model_->hparams().n_vocab);
@@ -105,26 +138,36 @@ Result<GenerationResult> Generator::generate(const GenerationRequest& request,
   const Clock::time_point start = Clock::now();
   GenerationResult result;
   result.finish_reason = "length";
-  std::vector<float> logits(static_cast<size_t>(n_vocab));
-  std::vector<TokenId> history = request.prompt;
   const auto n_prompt = static_cast<int32_t>(request.prompt.size());
   result.timings.n_prompt_tokens = n_prompt;
   if (request.max_tokens == 0) return result;
 
-  for (int32_t begin = 0; begin < n_prompt; begin += max_batch_tokens_) {
-    const int32_t n = std::min(max_batch_tokens_, n_prompt - begin);
-    const bool last_chunk = begin + n == n_prompt;
-    run(request.prompt.data() + begin, n, begin, last_chunk ? logits.data() : nullptr, false);
-  }
+  // Prepare (the match has no side effects), then commit: lock the matched prefix, share its
+  // blocks, allocate the rest. `seq` releases every block it holds on every way out.
+  const PrefixMatch match = cache_->match(request.cache_namespace, request.prompt);
+  Result<SequenceKv> admitted = cache_->admit(request.cache_namespace, match, n_prompt);
+  if (!admitted.ok()) return admitted.error();
+  SequenceKv seq = std::move(admitted).value();
+
+  result.timings.n_prefill_tokens = n_prompt - match.n_tokens;
+  std::vector<float> logits(static_cast<size_t>(n_vocab));
+  prefill(seq, request.prompt, match.n_tokens, logits.data());
+  cache_->insert(seq, request.prompt, /*finished=*/false);
+
+  // history = prompt + generated tokens; the KV of history[0, n_kv) is written.
+  std::vector<TokenId> history = request.prompt;
+  int32_t n_kv = n_prompt;
   StopMatcher stop(condition, *tokenizer_);
   Clock::time_point decode_start;
+  bool cancelled = false;
   auto emit = [&](const StopMatcher::Step& step) {
-    if (step.text.empty()) return;
+    if (step.text.empty() || cancelled) return;
     result.text += step.text;
-    on_text(step.text);
+    cancelled = !on_text(step.text);
   };
   for (;;) {
     const TokenId next = sampler->sample(logits, history);
+    if (request.return_logits) result.logits.push_back(logits);
     if (result.tokens.empty() && result.timings.ttft_ms == 0) {
       result.timings.ttft_ms = ms_since(start);
       result.timings.prompt_ms = result.timings.ttft_ms;
@@ -136,15 +179,24 @@ Result<GenerationResult> Generator::generate(const GenerationRequest& request,
       history.push_back(next);
     }
     emit(step);
-    if (step.finished()) break;
-    const auto position = static_cast<int32_t>(history.size()) - 1;
-    if (position + 1 > n_ctx_) {  // the context is full
+    if (cancelled || step.finished()) break;
+    // The context or the pool is full: a pool of at least one context (see init_kv) runs out
+    // only at the context's end, since nothing else runs meanwhile.
+    const int32_t position = n_kv;
+    if (position + 1 > n_ctx_ || !cache_->reserve(seq, position + 1).ok()) {
       emit(stop.finish(FinishReason::LENGTH));
       break;
     }
-    run(&history.back(), 1, position, logits.data(), false);
+    run(seq, &history.back(), 1, position, logits.data(), false);
+    n_kv = position + 1;
   }
-  result.finish_reason = std::string(finish_reason_name(stop.finish_reason()));
+  // Cache prompt + output (the last sampled token has no KV), so that a follow-up that extends
+  // this conversation reuses all of it.
+  cache_->insert(seq, std::span<const TokenId>(history).first(static_cast<size_t>(n_kv)),
+                 /*finished=*/true);
+  result.kv = KvUsage{seq.n_cached_tokens(), seq.n_blocks_allocated(), seq.n_blocks_acquired()};
+  result.finish_reason =
+      cancelled ? "cancelled" : std::string(finish_reason_name(stop.finish_reason()));
   result.timings.n_generated_tokens = static_cast<int32_t>(result.tokens.size());
   if (!result.tokens.empty()) result.timings.generation_ms = ms_since(decode_start);
   return result;
@@ -155,22 +207,22 @@ Result<std::vector<std::vector<float>>> Generator::prompt_logits(const std::vect
   TRELLIS_TRY(check_prompt(prompt));
   const auto n_vocab = static_cast<size_t>(model_->hparams().n_vocab);
   const auto n_prompt = static_cast<int32_t>(prompt.size());
+  Result<SequenceKv> admitted = cache_->admit("", PrefixMatch{}, n_prompt);
+  if (!admitted.ok()) return admitted.error();
+  const SequenceKv seq = std::move(admitted).value();
   std::vector<std::vector<float>> out;
   std::vector<float> chunk_logits(static_cast<size_t>(max_batch_tokens_) * n_vocab);
+  if (!all_positions) {
+    prefill(seq, prompt, 0, chunk_logits.data());
+    out.emplace_back(chunk_logits.begin(), chunk_logits.begin() + static_cast<ptrdiff_t>(n_vocab));
+    return out;
+  }
   for (int32_t begin = 0; begin < n_prompt; begin += max_batch_tokens_) {
     const int32_t n = std::min(max_batch_tokens_, n_prompt - begin);
-    const bool last_chunk = begin + n == n_prompt;
-    if (all_positions) {
-      run(prompt.data() + begin, n, begin, chunk_logits.data(), true);
-      for (int32_t r = 0; r < n; ++r) {
-        out.emplace_back(chunk_logits.begin() + static_cast<ptrdiff_t>(r * n_vocab),
-                         chunk_logits.begin() + static_cast<ptrdiff_t>((r + 1) * n_vocab));
-      }
-    } else {
-      run(prompt.data() + begin, n, begin, last_chunk ? chunk_logits.data() : nullptr, false);
-      if (last_chunk)
-        out.emplace_back(chunk_logits.begin(),
-                         chunk_logits.begin() + static_cast<ptrdiff_t>(n_vocab));
+    run(seq, prompt.data() + begin, n, begin, chunk_logits.data(), true);
+    for (int32_t r = 0; r < n; ++r) {
+      out.emplace_back(chunk_logits.begin() + static_cast<ptrdiff_t>(r * n_vocab),
+                       chunk_logits.begin() + static_cast<ptrdiff_t>((r + 1) * n_vocab));
     }
   }
   return out;

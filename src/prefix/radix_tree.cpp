@@ -132,6 +132,13 @@ PrefixMatch RadixTree::match_prefix(std::string_view ns, std::span<const TokenId
   return match;
 }
 
+PrefixLock RadixTree::lock(const PrefixMatch& match) {
+  PrefixNode* node = match.node;
+  if (node == nullptr) return PrefixLock();
+  if (node->end() > match.n_tokens) node = split(node, match.n_tokens - node->start);
+  return lock(node);
+}
+
 PrefixLock RadixTree::lock(PrefixNode* node) {
   if (node == nullptr) return PrefixLock();
   const uint64_t tick = ++clock_;

@@ -154,9 +154,13 @@ class RadixTree {
   PrefixMatch match_prefix(std::string_view ns, std::span<const TokenId> tokens,
                            int32_t max_tokens) const;
 
-  // Touches the path to match.node (it becomes the most recently used) and pins it.
-  // Returns an empty lock when match.node is null. O(depth in nodes).
-  PrefixLock lock(const PrefixMatch& match) { return lock(match.node); }
+  // Pins exactly the matched prefix: when the match ends inside match.node's edge, the node is
+  // split there first (its blocks keep their ids), so the rest of the edge stays evictable; then
+  // the path is touched (it becomes the most recently used) and locked. Afterwards match.node may
+  // be the unlocked lower half: use the lock, not the node. Empty lock when match.node is null.
+  // O(depth in nodes + edge length).
+  PrefixLock lock(const PrefixMatch& match);
+  // Touches the path to `node` and pins it as it is.
   PrefixLock lock(PrefixNode* node);
 
   // Caches `tokens` of namespace `ns`, whose KV lives in `blocks` (blocks[j] holds positions

@@ -155,7 +155,7 @@ TEST_P(LlamaReference, GreedyTokensMatch) {
     request.sampling.top_k = 0;
     request.sampling.top_p = 1;
     request.sampling.min_p = 0;
-    Result<GenerationResult> result = gen->generate(request, [](std::string_view) {});
+    Result<GenerationResult> result = gen->generate(request, [](std::string_view) { return true; });
     ASSERT_TRUE(result.ok()) << result.error().message;
     for (size_t i = 0; i < c.generated.size(); ++i) {
       // Below this margin the two implementations' rounding may legitimately pick differently.

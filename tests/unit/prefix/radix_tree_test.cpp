@@ -165,7 +165,9 @@ TEST(RadixTreeTest, SplitInsideABlockSharesTheStraddlingBlockAsTail) {
   EXPECT_EQ(req.match.blocks, (Blocks{0, 1}));
   EXPECT_EQ(req.table, (Blocks{0, 2}));
   EXPECT_EQ(pool.refcount(0), 2);
-  EXPECT_EQ(pool.refcount(1), 1);
+  // Locking the match split [0,8) at 6: block 1 is the head's tail and the child's full block.
+  EXPECT_EQ(pool.refcount(1), 2);
+  EXPECT_EQ(pool.tree_refs(1), 2);
   InsertResult r = finish(tree, pool, "", other, req);
   EXPECT_EQ(r.n_taken, 1);
   EXPECT_EQ(r.n_not_taken, 1);
@@ -300,7 +302,9 @@ TEST(RadixTreeTest, EvictsLeastRecentlyUsedLeavesThenParentsInExactOrder) {
   run_request(tree, pool, "", concat(range(1, 4), {9, 9, 9, 9}));  // split at 4
   run_request(tree, pool, "", Tokens{7, 7, 7, 7});
   run_request(tree, pool, "", Tokens{30, 31, 32, 33});
-  // Touch [30..33] so that [7,7,7,7] is now the oldest of the two single-node sequences.
+  // Touch [30..33] so that [7,7,7,7] is now the oldest of the two single-node sequences. The
+  // lock pins only the 3 matched tokens: [30..33] is split at 3, and block 4 becomes the tail of
+  // [0,3) as well as the full block of [3,4).
   tree.lock(tree.match_prefix("", Tokens{30, 31, 32, 33}, 3)).reset();
   expect_ok(tree);
   EXPECT_EQ(tree.n_evictable_leaves(), 4);
@@ -317,7 +321,8 @@ TEST(RadixTreeTest, EvictsLeastRecentlyUsedLeavesThenParentsInExactOrder) {
                              "[4,8) 9 blocks 2 freed 1",
                              "[0,4) 1 blocks 0 freed 1",
                              "[0,4) 7 blocks 3 freed 1",
-                             "[0,4) 30 blocks 4 freed 1",
+                             "[3,4) 33 blocks 4 freed 0",
+                             "[0,3) 30 blocks 4 freed 1",
                          }));
   EXPECT_EQ(pool.n_free(), 11);
   EXPECT_EQ(pool.n_evicted(), 5);
@@ -356,20 +361,24 @@ TEST(RadixTreeTest, LockedPathsAreNeverEvicted) {
   run_request(tree, pool, "", concat(range(1, 4), {9, 9, 9, 9}));
   run_request(tree, pool, "", Tokens{7, 7, 7, 7});
 
-  // Lock the 9s leaf (oldest would be the 5..8 leaf): its parent is pinned as well.
+  // Lock 7 tokens of the 9s leaf (oldest would be the 5..8 leaf): the leaf is split at 7 and
+  // the matched half and its parent are pinned. The unmatched [7,8) stays evictable, but its
+  // block 2 is also the locked half's tail, so evicting it frees nothing.
   PrefixLock lock = tree.lock(tree.match_prefix("", concat(range(1, 4), {9, 9, 9, 9}), 7));
   EXPECT_TRUE(lock.locked());
   EXPECT_EQ(tree.debug_string(),
             "ns \"\":\n"
             "  [0,4) 1,2,3,4 blocks=0 lock=1\n"
             "    [4,8) 5,6,7,8 blocks=1\n"
-            "    [4,8) 9,9,9,9 blocks=2 lock=1\n"
+            "    [4,7) 9,9,9 tail=2 lock=1\n"
+            "      [7,8) 9 blocks=2\n"
             "  [0,4) 7,7,7,7 blocks=3\n");
   EXPECT_EQ(tree.count_evictable_blocks(), 2);
   EvictionLog log;
   EXPECT_EQ(tree.flush(log.observer()), 2);
-  EXPECT_EQ(log.entries,
-            (std::vector<std::string>{"[4,8) 5 blocks 1 freed 1", "[0,4) 7 blocks 3 freed 1"}));
+  EXPECT_EQ(log.entries, (std::vector<std::string>{"[4,8) 5 blocks 1 freed 1",
+                                                   "[7,8) 9 blocks 2 freed 0",
+                                                   "[0,4) 7 blocks 3 freed 1"}));
   EXPECT_EQ(tree.n_nodes(), 2);
   expect_ok(tree);
 
@@ -392,11 +401,19 @@ TEST(RadixTreeTest, TwoLocksOnOnePathCount) {
   run_request(tree, pool, "", range(1, 8));
   PrefixLock a = tree.lock(tree.match_prefix("", range(1, 8), 7));
   PrefixLock b = tree.lock(tree.match_prefix("", range(1, 8), 3));
-  EXPECT_EQ(tree.debug_string(), "ns \"\":\n  [0,8) 1,2,3,4,5,6,7,8 blocks=0,1 lock=2\n");
+  // Each lock pins exactly its match: [0,8) is split at 7, then at 3.
+  EXPECT_EQ(tree.debug_string(),
+            "ns \"\":\n"
+            "  [0,3) 1,2,3 tail=0 lock=2\n"
+            "    [3,7) 4,5,6,7 blocks=0 tail=1 lock=1\n"
+            "      [7,8) 8 blocks=1\n");
+  EXPECT_EQ(tree.flush(), 0);  // [7,8)'s block 1 is [3,7)'s locked tail too
   a.reset();
-  EXPECT_EQ(tree.flush(), 0);
+  EXPECT_EQ(tree.flush(), 1);  // block 1; block 0 is still [0,3)'s locked tail
+  EXPECT_EQ(tree.debug_string(), "ns \"\":\n  [0,3) 1,2,3 tail=0 lock=1\n");
   b.reset();
-  EXPECT_EQ(tree.flush(), 2);
+  EXPECT_EQ(tree.flush(), 1);
+  EXPECT_EQ(pool.n_free(), 11);
   expect_ok(tree);
 }
 
@@ -467,9 +484,11 @@ TEST(RadixTreeTest, AdmissionEvictsWhatItNeedsAndCountersAddUp) {
   EXPECT_EQ(pool.n_cached_only(), 7);
   EXPECT_EQ(pool.n_free(), 0);
   expect_ok(tree);
-  // A request needing more than can ever be freed is refused with nothing changed.
+  // A request needing more than can ever be freed is refused with nothing changed. Evictable:
+  // the 200s and 400s (3 blocks each) and the 300s' unmatched last block (the lock split the
+  // 300s at 8 and pins only [0,8)).
   Request big;
-  EXPECT_EQ(tree.count_evictable_blocks(), 6);
+  EXPECT_EQ(tree.count_evictable_blocks(), 7);
   EXPECT_FALSE(admit(tree, pool, "", range(500, 550), big));
   EXPECT_TRUE(big.table.empty());
   EXPECT_FALSE(big.lock.locked());

@@ -1,0 +1,143 @@
+// The glue between a request and the KV blocks it reads and writes: the pool (references), the
+// radix tree (shared prefixes) and the KV storage (copy-on-write of a partially matched block).
+// Every request's blocks are obtained, grown, cached and released through this class, so the
+// lifecycle documented in prefix/radix_tree.h lives in one place:
+//
+//   PrefixMatch m = cache.match(ns, prompt);           // prepare: no side effects
+//   Result<SequenceKv> seq = cache.admit(ns, m, n);     // commit: lock, share, allocate, copy
+//   ... prefill prompt[m.n_tokens ..) into seq->block_table() ...
+//   cache.insert(*seq, prompt, /*finished=*/false);     // whole blocks of the prompt
+//   ... decode: cache.reserve(*seq, kv_len + 1) before writing position kv_len ...
+//   cache.insert(*seq, tokens_with_kv, /*finished=*/true);
+//   seq = {};                                           // releases every block (RAII)
+//
+// A request's block table holds one request reference on each of its blocks:
+//
+//   block index   0 .. n_full_blocks-1         | n_full_blocks ...
+//                 shared: retained, read-only  | fresh: allocated, written by this request
+//                                              | (the first one starts as a copy of the
+//                                              |  matched partial block in TOKEN mode)
+//
+// With the cache disabled match() finds nothing and insert() caches nothing: every block is fresh
+// and freed when the request ends, which is the baseline the cache is compared against.
+//
+// Not thread-safe: one owner (the generator or the engine loop).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "kv/block_pool.h"
+#include "kv/kv_storage.h"
+#include "prefix/radix_tree.h"
+
+namespace trellis {
+
+struct PrefixCacheConfig {
+  bool enabled = true;  // off: no sharing, nothing cached
+  MatchMode mode = MatchMode::TOKEN;
+};
+
+class PrefixCache;
+
+// One request's hold on KV blocks: its block table and the lock on its matched prefix. Move-only;
+// destroying it (or reset()) releases every block reference and unlocks. Precondition: destroyed
+// before its PrefixCache.
+class SequenceKv {
+ public:
+  SequenceKv() = default;
+  ~SequenceKv() { reset(); }
+  SequenceKv(SequenceKv&& other) noexcept;
+  SequenceKv& operator=(SequenceKv&& other) noexcept;
+  SequenceKv(const SequenceKv&) = delete;
+  SequenceKv& operator=(const SequenceKv&) = delete;
+
+  // Releases the blocks and the lock now (no-op when empty).
+  void reset();
+
+  // blocks()[j] holds token positions [j * B, (j + 1) * B).
+  const std::vector<BlockId>& block_table() const { return block_table_; }
+  // Token positions the table covers: block_table().size() * B.
+  int32_t capacity_tokens() const;
+  // Prompt tokens whose KV came from the cache (the match length).
+  int32_t n_cached_tokens() const { return n_cached_tokens_; }
+  // Blocks this request allocated fresh (copies of a partial block included) and blocks it
+  // shared from the cache.
+  int32_t n_blocks_allocated() const { return n_blocks_allocated_; }
+  int32_t n_blocks_acquired() const { return n_blocks_acquired_; }
+
+ private:
+  friend class PrefixCache;
+
+  PrefixCache* cache_ = nullptr;
+  std::string ns_;
+  std::vector<BlockId> block_table_;
+  PrefixLock lock_;
+  int32_t n_cached_tokens_ = 0;
+  int32_t n_blocks_allocated_ = 0;
+  int32_t n_blocks_acquired_ = 0;
+};
+
+class PrefixCache {
+ public:
+  // Preconditions: pool and kv outlive the cache; kv has at least pool.n_total() blocks.
+  PrefixCache(BlockPool& pool, KvStorage& kv, PrefixCacheConfig config);
+  PrefixCache(const PrefixCache&) = delete;
+  PrefixCache& operator=(const PrefixCache&) = delete;
+
+  const PrefixCacheConfig& config() const { return config_; }
+  int32_t block_size() const { return tree_.block_size(); }
+
+  // The longest cached prefix of `prompt` in namespace `ns`, capped at prompt.size() - 1 so the
+  // last prompt token is always computed (its logits are needed). Empty when disabled. No side
+  // effects; valid until the next admit/reserve (which may evict).
+  PrefixMatch match(std::string_view ns, std::span<const TokenId> prompt) const;
+
+  // Blocks admit(match, n_tokens) takes from the free list (after evicting).
+  int32_t blocks_needed(const PrefixMatch& match, int32_t n_tokens) const {
+    return tree_.fresh_blocks_needed(match, n_tokens);
+  }
+
+  // Commits `match` (from match() on this cache, with nothing evicted since) for a request that
+  // will write positions up to n_tokens: locks the matched path, shares its whole blocks,
+  // allocates the rest (evicting unlocked cache leaves as needed) and copies the matched partial
+  // block. Errors, with nothing changed, when the pool cannot supply the blocks even after
+  // evicting everything evictable. Precondition: n_tokens > match.n_tokens.
+  Result<SequenceKv> admit(std::string_view ns, const PrefixMatch& match, int32_t n_tokens);
+
+  // Grows seq's table to cover n_tokens positions, evicting cache leaves as needed. Errors, with
+  // nothing changed, when the pool cannot supply the blocks.
+  Status reserve(SequenceKv& seq, int32_t n_tokens);
+
+  // Caches `tokens` (positions [0, tokens.size()), whose KV is written in seq's blocks) in seq's
+  // namespace. While the request still writes (finished = false) only whole blocks are cached,
+  // since a cached block is read-only; at its end (finished = true) a partial last block is cached
+  // too in TOKEN mode. No-op when disabled. Precondition: seq covers tokens.size() positions.
+  void insert(const SequenceKv& seq, std::span<const TokenId> tokens, bool finished);
+
+  // Evicts everything evictable (blocks held by running requests stay). Returns blocks freed.
+  int32_t flush() { return tree_.flush(); }
+
+  const BlockPool& pool() const { return pool_; }
+  const RadixTree& tree() const { return tree_; }
+  // The pool's and the tree's invariants.
+  Status check_invariants() const { return tree_.check_invariants(); }
+
+ private:
+  friend class SequenceKv;
+  // Makes at least n_blocks blocks free by evicting, or errors with nothing evicted when even
+  // evicting everything evictable would not suffice.
+  Status make_free(int32_t n_blocks);
+  void release(SequenceKv& seq);
+
+  BlockPool& pool_;
+  KvStorage& kv_;
+  PrefixCacheConfig config_;
+  RadixTree tree_;
+};
+
+}  // namespace trellis
