@@ -1,0 +1,455 @@
+#include "server/openai_protocol.h"
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+namespace trellis {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+
+// 2^63 and 2^64 as doubles (both exact): the bounds of integral floats that fit int64 / uint64.
+constexpr double kTwoPow63 = 9223372036854775808.0;
+constexpr double kTwoPow64 = 18446744073709551616.0;
+
+// "a string", "an object", ...: the JSON type of a value for error messages.
+std::string a_type(const json& value) {
+  const std::string name = value.type_name();
+  const bool vowel = name == "array" || name == "object";
+  return (vowel ? "an " : "a ") + name;
+}
+
+// Reads typed fields of JSON objects and keeps the first error. After an error every read returns
+// nullopt, so a parse function reads all its fields, then checks failed() once (and again before
+// any check that combines fields). A field that is missing or null reads as nullopt.
+class FieldReader {
+ public:
+  bool failed() const { return error_.has_value(); }
+  ApiError take_error() { return std::move(*error_); }
+
+  // Records an error unless an earlier one is already recorded.
+  void fail(std::string message, std::string param) {
+    if (!error_) error_ = invalid_request_error(std::move(message), std::move(param));
+  }
+
+  // The field `key` of `object`, or nullptr when missing or null (or after an error).
+  const json* find(const json& object, const char* key) const {
+    if (error_) return nullptr;
+    auto it = object.find(key);
+    if (it == object.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+
+  // `path` is the field's full name for messages and param ("stream_options.include_usage").
+  std::optional<bool> boolean(const json& object, const char* key, const std::string& path) {
+    const json* value = find(object, key);
+    if (value == nullptr) return std::nullopt;
+    if (!value->is_boolean()) return type_error(path, "a boolean", *value);
+    return value->get<bool>();
+  }
+  std::optional<bool> boolean(const json& object, const char* key) {
+    return boolean(object, key, key);
+  }
+
+  std::optional<std::string> string(const json& object, const char* key, const std::string& path) {
+    const json* value = find(object, key);
+    if (value == nullptr) return std::nullopt;
+    if (!value->is_string()) return type_error(path, "a string", *value);
+    return value->get<std::string>();
+  }
+  std::optional<std::string> string(const json& object, const char* key) {
+    return string(object, key, key);
+  }
+
+  // Any JSON number (integers included), narrowed to float. Values beyond float's range become
+  // +-inf, which the range checks of SamplingParams::validate() reject.
+  std::optional<float> number(const json& object, const char* key) {
+    const json* value = find(object, key);
+    if (value == nullptr) return std::nullopt;
+    if (!value->is_number()) return type_error(key, "a number", *value);
+    return static_cast<float>(value->get<double>());
+  }
+
+  // An integer in [min, max]; JSON floats with an integral value count as integers.
+  std::optional<int64_t> integer_value(const json& value, const std::string& path, int64_t min,
+                                       int64_t max) {
+    if (error_) return std::nullopt;
+    std::optional<int64_t> result;
+    bool in_int64 = true;
+    if (value.is_number_unsigned()) {
+      const uint64_t raw = value.get<uint64_t>();
+      in_int64 = raw <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+      if (in_int64) result = static_cast<int64_t>(raw);
+    } else if (value.is_number_integer()) {
+      result = value.get<int64_t>();
+    } else if (value.is_number_float()) {
+      const double raw = value.get<double>();
+      if (std::trunc(raw) != raw) return type_error(path, "an integer", value);
+      in_int64 = raw >= -kTwoPow63 && raw < kTwoPow63;
+      if (in_int64) result = static_cast<int64_t>(raw);
+    } else {
+      return type_error(path, "an integer", value);
+    }
+    if (!in_int64 || *result < min || *result > max) {
+      fail(path + " must be in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " +
+               value.dump(),
+           path);
+      return std::nullopt;
+    }
+    return result;
+  }
+  std::optional<int64_t> integer(const json& object, const char* key, int64_t min, int64_t max) {
+    const json* value = find(object, key);
+    if (value == nullptr) return std::nullopt;
+    return integer_value(*value, key, min, max);
+  }
+
+  // Any integer from INT64_MIN to UINT64_MAX; negative values wrap modulo 2^64.
+  std::optional<uint64_t> seed(const json& object, const char* key) {
+    const json* value = find(object, key);
+    if (value == nullptr) return std::nullopt;
+    if (value->is_number_unsigned()) return value->get<uint64_t>();
+    if (value->is_number_integer()) return static_cast<uint64_t>(value->get<int64_t>());
+    if (value->is_number_float()) {
+      const double raw = value->get<double>();
+      if (std::trunc(raw) != raw) return type_error(key, "an integer", *value);
+      if (raw >= 0.0 && raw < kTwoPow64) return static_cast<uint64_t>(raw);
+      if (raw < 0.0 && raw >= -kTwoPow63) {
+        return static_cast<uint64_t>(static_cast<int64_t>(raw));
+      }
+      fail(std::string(key) + " must be an integer in [-2^63, 2^64), got " + value->dump(), key);
+      return std::nullopt;
+    }
+    return type_error(key, "an integer", *value);
+  }
+
+  // Records "<path> must be <expected>, got <type>" and returns nullopt (of any optional type).
+  std::nullopt_t type_error(const std::string& path, const char* expected, const json& value) {
+    fail(path + " must be " + expected + ", got " + a_type(value), path);
+    return std::nullopt;
+  }
+
+ private:
+  std::optional<ApiError> error_;
+};
+
+ApiResult<json> parse_body(std::string_view body) {
+  json value;
+  try {
+    value = json::parse(body.begin(), body.end());
+  } catch (const json::parse_error& error) {
+    return invalid_request_error(
+        "request body is not valid JSON (error at byte " + std::to_string(error.byte) + ")",
+        std::nullopt);
+  }
+  if (!value.is_object()) {
+    return invalid_request_error("request body must be a JSON object, got " + a_type(value),
+                                 std::nullopt);
+  }
+  return value;
+}
+
+SamplingOptions read_sampling(FieldReader& reader, const json& body) {
+  SamplingOptions options;
+  options.temperature = reader.number(body, "temperature");
+  options.top_p = reader.number(body, "top_p");
+  // -1 is vLLM's "off"; to_sampling_params() maps it to 0.
+  if (auto top_k = reader.integer(body, "top_k", -1, kInt32Max)) {
+    options.top_k = static_cast<int32_t>(*top_k);
+  }
+  options.min_p = reader.number(body, "min_p");
+  options.presence_penalty = reader.number(body, "presence_penalty");
+  options.frequency_penalty = reader.number(body, "frequency_penalty");
+  options.repetition_penalty = reader.number(body, "repetition_penalty");
+  options.seed = reader.seed(body, "seed");
+  return options;
+}
+
+// "stop": a string, or an array of at most limits.max_stop_strings strings; none may be empty.
+std::vector<std::string> read_stop(FieldReader& reader, const json& body,
+                                   const ProtocolLimits& limits) {
+  const json* value = reader.find(body, "stop");
+  if (value == nullptr) return {};
+  if (value->is_string()) {
+    if (value->get_ref<const std::string&>().empty()) {
+      reader.fail("stop must not be an empty string", "stop");
+      return {};
+    }
+    return {value->get<std::string>()};
+  }
+  if (!value->is_array()) {
+    reader.type_error("stop", "a string or an array of strings", *value);
+    return {};
+  }
+  if (value->size() > static_cast<size_t>(limits.max_stop_strings)) {
+    reader.fail("stop may hold at most " + std::to_string(limits.max_stop_strings) +
+                    " strings, got " + std::to_string(value->size()),
+                "stop");
+    return {};
+  }
+  std::vector<std::string> stop;
+  for (size_t i = 0; i < value->size(); ++i) {
+    const json& item = (*value)[i];
+    const std::string path = "stop[" + std::to_string(i) + "]";
+    if (!item.is_string()) {
+      reader.type_error(path, "a string", item);
+      return {};
+    }
+    if (item.get_ref<const std::string&>().empty()) {
+      reader.fail(path + " must not be an empty string", path);
+      return {};
+    }
+    stop.push_back(item.get<std::string>());
+  }
+  return stop;
+}
+
+// The fields both endpoints share. Request is CompletionRequest or ChatCompletionRequest.
+template <typename Request>
+void read_shared_fields(FieldReader& reader, const json& body, const ProtocolLimits& limits,
+                        Request& request) {
+  request.model = reader.string(body, "model").value_or("");
+  request.sampling = read_sampling(reader, body);
+  request.stop = read_stop(reader, body, limits);
+  request.n = static_cast<int32_t>(reader.integer(body, "n", 1, limits.max_n).value_or(1));
+  request.stream = reader.boolean(body, "stream").value_or(false);
+  // Honoured only when streaming; accepted (and ignored) otherwise, as OpenAI clients may send it
+  // regardless.
+  if (const json* options = reader.find(body, "stream_options")) {
+    if (options->is_object()) {
+      request.include_usage =
+          reader.boolean(*options, "include_usage", "stream_options.include_usage").value_or(false);
+    } else {
+      reader.type_error("stream_options", "an object", *options);
+    }
+  }
+  request.user = reader.string(body, "user").value_or("");
+  request.cache_salt = reader.string(body, "cache_salt");
+  if (request.cache_salt && request.cache_salt->empty()) {
+    reader.fail("cache_salt must not be empty when given", "cache_salt");
+  }
+  request.ignore_eos = reader.boolean(body, "ignore_eos").value_or(false);
+}
+
+// A token id list at `path`: integers in [0, INT32_MAX], at least one.
+std::vector<TokenId> read_token_ids(FieldReader& reader, const json& array,
+                                    const std::string& path) {
+  if (array.empty()) {
+    reader.fail(path + " must not be an empty list of token ids", path);
+    return {};
+  }
+  std::vector<TokenId> tokens;
+  tokens.reserve(array.size());
+  for (size_t i = 0; i < array.size(); ++i) {
+    const std::string item_path = path + "[" + std::to_string(i) + "]";
+    const json& item = array[i];
+    if (!item.is_number()) {
+      reader.type_error(item_path, "a token id (an integer >= 0)", item);
+      return {};
+    }
+    auto id = reader.integer_value(item, item_path, 0, kInt32Max);
+    if (!id) return {};
+    tokens.push_back(static_cast<TokenId>(*id));
+  }
+  return tokens;
+}
+
+// "prompt": "text", ["text"], [1, 2, 3] or [[1, 2, 3]]. Several prompts in one request (OpenAI's
+// batch form) are rejected: clients send one request per prompt.
+std::variant<std::string, std::vector<TokenId>> read_prompt(FieldReader& reader, const json& body) {
+  const json* value = reader.find(body, "prompt");
+  if (value == nullptr) {
+    if (!reader.failed()) reader.fail("prompt is required", "prompt");
+    return std::string();
+  }
+  if (value->is_string()) return value->get<std::string>();
+  if (!value->is_array()) {
+    reader.type_error("prompt", "a string or an array of token ids", *value);
+    return std::string();
+  }
+  if (value->empty()) {
+    reader.fail("prompt must not be an empty array", "prompt");
+    return std::string();
+  }
+  const json& first = value->front();
+  if (first.is_string() || first.is_array()) {
+    if (value->size() != 1) {
+      reader.fail("prompt holds " + std::to_string(value->size()) +
+                      " prompts; only one prompt per request is supported",
+                  "prompt");
+      return std::string();
+    }
+    if (first.is_string()) return first.get<std::string>();
+    return read_token_ids(reader, first, "prompt[0]");
+  }
+  return read_token_ids(reader, *value, "prompt");
+}
+
+// A message's content: a string, or a list of text parts joined with "\n"; null is accepted for
+// the assistant role only. `path` is "messages[i]".
+std::string read_content(FieldReader& reader, const json& message, const std::string& role,
+                         const std::string& path) {
+  const std::string content_path = path + ".content";
+  const json* content = reader.find(message, "content");
+  if (content == nullptr) {
+    if (role != "assistant") reader.fail(content_path + " is required", content_path);
+    return "";
+  }
+  if (content->is_string()) return content->get<std::string>();
+  if (!content->is_array()) {
+    reader.type_error(content_path, "a string or an array of content parts", *content);
+    return "";
+  }
+  std::string text;
+  for (size_t i = 0; i < content->size(); ++i) {
+    const json& part = (*content)[i];
+    const std::string part_path = content_path + "[" + std::to_string(i) + "]";
+    if (!part.is_object()) {
+      reader.type_error(part_path, "an object", part);
+      return "";
+    }
+    const std::string type_path = part_path + ".type";
+    const std::optional<std::string> type = reader.string(part, "type", type_path);
+    if (reader.failed()) return "";
+    if (!type) {
+      reader.fail(type_path + " is required", type_path);
+      return "";
+    }
+    if (*type != "text") {
+      reader.fail(type_path + " '" + *type + "' is not supported (only 'text' parts are)",
+                  type_path);
+      return "";
+    }
+    const std::string text_path = part_path + ".text";
+    const std::optional<std::string> part_text = reader.string(part, "text", text_path);
+    if (reader.failed()) return "";
+    if (!part_text) {
+      reader.fail(text_path + " is required", text_path);
+      return "";
+    }
+    if (i > 0) text += '\n';
+    text += *part_text;
+  }
+  return text;
+}
+
+std::vector<ChatRequestMessage> read_messages(FieldReader& reader, const json& body) {
+  const json* value = reader.find(body, "messages");
+  if (value == nullptr) {
+    if (!reader.failed()) reader.fail("messages is required", "messages");
+    return {};
+  }
+  if (!value->is_array()) {
+    reader.type_error("messages", "an array of messages", *value);
+    return {};
+  }
+  if (value->empty()) {
+    reader.fail("messages must hold at least one message", "messages");
+    return {};
+  }
+  std::vector<ChatRequestMessage> messages;
+  messages.reserve(value->size());
+  for (size_t i = 0; i < value->size(); ++i) {
+    const json& item = (*value)[i];
+    const std::string path = "messages[" + std::to_string(i) + "]";
+    if (!item.is_object()) {
+      reader.type_error(path, "an object", item);
+      return {};
+    }
+    const std::string role_path = path + ".role";
+    std::optional<std::string> role = reader.string(item, "role", role_path);
+    if (reader.failed()) return {};
+    if (!role) {
+      reader.fail(role_path + " is required", role_path);
+      return {};
+    }
+    std::string content = read_content(reader, item, *role, path);
+    if (reader.failed()) return {};
+    messages.push_back(ChatRequestMessage{std::move(*role), std::move(content)});
+  }
+  return messages;
+}
+
+// The error of a failed SamplingParams::validate() names the field first ("top_p must be ..."):
+// that word is the param.
+std::optional<std::string> field_named_in(const std::string& message) {
+  const size_t space = message.find(' ');
+  if (space == std::string::npos || space == 0) return std::nullopt;
+  return message.substr(0, space);
+}
+
+}  // namespace
+
+ApiResult<SamplingParams> to_sampling_params(const SamplingOptions& options,
+                                             uint64_t fallback_seed) {
+  SamplingParams params;
+  params.temperature = options.temperature.value_or(1.0f);
+  params.top_p = options.top_p.value_or(1.0f);
+  const int32_t top_k = options.top_k.value_or(0);
+  params.top_k = top_k == -1 ? 0 : top_k;
+  params.min_p = options.min_p.value_or(0.0f);
+  params.presence_penalty = options.presence_penalty.value_or(0.0f);
+  params.frequency_penalty = options.frequency_penalty.value_or(0.0f);
+  params.repetition_penalty = options.repetition_penalty.value_or(1.0f);
+  params.penalty_last_n = -1;
+  params.seed = options.seed.value_or(fallback_seed);
+  Status status = params.validate();
+  if (!status.ok()) {
+    return invalid_request_error(status.error().message, field_named_in(status.error().message));
+  }
+  return params;
+}
+
+ApiResult<CompletionRequest> parse_completion_request(std::string_view body_text,
+                                                      const ProtocolLimits& limits) {
+  ApiResult<json> body = parse_body(body_text);
+  if (!body.ok()) return body.error();
+  FieldReader reader;
+  CompletionRequest request;
+  request.prompt = read_prompt(reader, *body);
+  if (auto max_tokens = reader.integer(*body, "max_tokens", 1, limits.max_tokens_limit)) {
+    request.max_tokens = static_cast<int32_t>(*max_tokens);
+  }
+  read_shared_fields(reader, *body, limits, request);
+  if (auto logprobs = reader.integer(*body, "logprobs", 0, limits.max_top_logprobs)) {
+    request.logprobs = static_cast<int32_t>(*logprobs);
+  }
+  if (reader.boolean(*body, "echo").value_or(false)) {
+    reader.fail("echo is not supported (the prompt is not repeated in the output)", "echo");
+  }
+  if (reader.failed()) return reader.take_error();
+  TRELLIS_TRY(to_sampling_params(request.sampling, 0));
+  return request;
+}
+
+ApiResult<ChatCompletionRequest> parse_chat_completion_request(std::string_view body_text,
+                                                               const ProtocolLimits& limits) {
+  ApiResult<json> body = parse_body(body_text);
+  if (!body.ok()) return body.error();
+  FieldReader reader;
+  ChatCompletionRequest request;
+  request.messages = read_messages(reader, *body);
+  // Both are checked; the newer max_completion_tokens wins when both are given.
+  auto max_tokens = reader.integer(*body, "max_tokens", 1, limits.max_tokens_limit);
+  auto max_completion_tokens =
+      reader.integer(*body, "max_completion_tokens", 1, limits.max_tokens_limit);
+  if (auto chosen = max_completion_tokens ? max_completion_tokens : max_tokens) {
+    request.max_tokens = static_cast<int32_t>(*chosen);
+  }
+  read_shared_fields(reader, *body, limits, request);
+  request.logprobs = reader.boolean(*body, "logprobs").value_or(false);
+  request.top_logprobs = static_cast<int32_t>(
+      reader.integer(*body, "top_logprobs", 0, limits.max_top_logprobs).value_or(0));
+  if (reader.failed()) return reader.take_error();
+  if (request.top_logprobs > 0 && !request.logprobs) {
+    return invalid_request_error("top_logprobs requires logprobs to be true", "top_logprobs");
+  }
+  TRELLIS_TRY(to_sampling_params(request.sampling, 0));
+  return request;
+}
+
+}  // namespace trellis
