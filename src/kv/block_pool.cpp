@@ -64,15 +64,23 @@ void BlockPool::cache_retain(BlockId id) {
 }
 
 bool BlockPool::cache_release(BlockId id) {
+  const bool freed = drop_tree_ref(id);
+  if (freed) ++n_evicted_;
+  return freed;
+}
+
+void BlockPool::cache_swap(BlockId from, BlockId to) {
+  cache_retain(to);
+  drop_tree_ref(from);
+}
+
+bool BlockPool::drop_tree_ref(BlockId id) {
   assert(tree_refs(id) > 0);
   const int32_t old_rc = refcount(id);
   const int32_t old_tr = tree_refs(id);
   --tree_refs_[index(id)];
   const bool freed = --refcounts_[index(id)] == 0;
-  if (freed) {
-    free_list_.push_back(id);
-    ++n_evicted_;
-  }
+  if (freed) free_list_.push_back(id);
   account(id, old_rc, old_tr);
   return freed;
 }

@@ -72,6 +72,10 @@ class BlockPool {
   // The tree drops one slot on `id`. Returns true when this freed the block (then counted as
   // evicted). Precondition: tree_refs(id) > 0.
   bool cache_release(BlockId id);
+  // The tree indexes `to` instead of `from` in one slot, both holding the same KV: `from` is freed
+  // when no holder is left, which drops a duplicate and is not counted as an eviction.
+  // Preconditions: tree_refs(from) > 0, refcount(to) > 0.
+  void cache_swap(BlockId from, BlockId to);
 
   int32_t refcount(BlockId id) const { return refcounts_[index(id)]; }
   int32_t tree_refs(BlockId id) const { return tree_refs_[index(id)]; }
@@ -86,6 +90,8 @@ class BlockPool {
 
  private:
   static size_t index(BlockId id) { return static_cast<size_t>(id); }
+  // Drops one tree reference; returns true when that freed the block.
+  bool drop_tree_ref(BlockId id);
   // Moves the state counts from the block's state before a change to its state after it.
   void account(BlockId id, int32_t old_refcount, int32_t old_tree_refs);
 

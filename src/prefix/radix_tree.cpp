@@ -136,7 +136,21 @@ PrefixLock RadixTree::lock(const PrefixMatch& match) {
   PrefixNode* node = match.node;
   if (node == nullptr) return PrefixLock();
   if (node->end() > match.n_tokens) node = split(node, match.n_tokens - node->start);
+  share_tails_along(node);
   return lock(node);
+}
+
+void RadixTree::share_tails_along(PrefixNode* node) {
+  const int32_t B = config_.block_size;
+  for (PrefixNode* child = node; child->parent != nullptr; child = child->parent) {
+    PrefixNode* parent = child->parent;
+    if (parent->end() % B == 0) continue;  // no tail (the roots end at 0)
+    // The child's version of block index parent->end() / B holds the parent's last tokens too.
+    const BlockId on_path = child->blocks.empty() ? child->tail : child->blocks.front();
+    if (parent->tail == on_path) continue;
+    pool_.cache_swap(parent->tail, on_path);
+    parent->tail = on_path;
+  }
 }
 
 PrefixLock RadixTree::lock(PrefixNode* node) {

@@ -158,7 +158,10 @@ class RadixTree {
   // split there first (its blocks keep their ids), so the rest of the edge stays evictable; then
   // the path is touched (it becomes the most recently used) and locked. Afterwards match.node may
   // be the unlocked lower half: use the lock, not the node. Empty lock when match.node is null.
-  // O(depth in nodes + edge length).
+  // Every ancestor on the path that ends inside a block switches its tail to its child's version
+  // of that block (same tokens, same KV): the path then pins no block beyond the match's own, so a
+  // request never holds more than its blocks plus the partial block it copies. A tail nobody else
+  // holds is freed (BlockPool::cache_swap). O(depth in nodes + edge length).
   PrefixLock lock(const PrefixMatch& match);
   // Touches the path to `node` and pins it as it is.
   PrefixLock lock(PrefixNode* node);
@@ -212,6 +215,7 @@ class RadixTree {
   void unlock(PrefixNode* node);
   PrefixNode* root_for(std::string_view ns);
   PrefixNode* split(PrefixNode* node, int32_t n_head_tokens);
+  void share_tails_along(PrefixNode* node);
   void touch(PrefixNode* node, uint64_t tick);
   void update_lru(PrefixNode* node);
   bool held_by_request(const PrefixNode* node) const;

@@ -376,9 +376,9 @@ TEST(RadixTreeTest, LockedPathsAreNeverEvicted) {
   EXPECT_EQ(tree.count_evictable_blocks(), 2);
   EvictionLog log;
   EXPECT_EQ(tree.flush(log.observer()), 2);
-  EXPECT_EQ(log.entries, (std::vector<std::string>{"[4,8) 5 blocks 1 freed 1",
-                                                   "[7,8) 9 blocks 2 freed 0",
-                                                   "[0,4) 7 blocks 3 freed 1"}));
+  EXPECT_EQ(log.entries,
+            (std::vector<std::string>{"[4,8) 5 blocks 1 freed 1", "[7,8) 9 blocks 2 freed 0",
+                                      "[0,4) 7 blocks 3 freed 1"}));
   EXPECT_EQ(tree.n_nodes(), 2);
   expect_ok(tree);
 
@@ -414,6 +414,36 @@ TEST(RadixTreeTest, TwoLocksOnOnePathCount) {
   b.reset();
   EXPECT_EQ(tree.flush(), 1);
   EXPECT_EQ(pool.n_free(), 11);
+  expect_ok(tree);
+}
+
+TEST(RadixTreeTest, LockingAPathSharesAncestorTailsWithTheChildOnIt) {
+  BlockPool pool(11);
+  RadixTree tree(pool, kToken);
+  run_request(tree, pool, "", range(1, 6));  // [0,6): block 0, tail 1
+  run_request(tree, pool, "", range(1, 9));  // extends it: its own copy of block index 1
+  EXPECT_EQ(tree.debug_string(),
+            "ns \"\":\n"
+            "  [0,6) 1,2,3,4,5,6 blocks=0 tail=1\n"
+            "    [6,9) 7,8,9 blocks=2 tail=3\n");
+  // A request through the child pins [0,6) too; that node's tail becomes the child's block 2
+  // (the same tokens' KV), so the lock pins no block the request does not use. Block 1 is freed
+  // as a duplicate, not counted as an eviction.
+  Request req;
+  ASSERT_TRUE(admit(tree, pool, "", concat(range(1, 9), {50}), req));
+  EXPECT_EQ(req.match.n_tokens, 9);
+  EXPECT_EQ(tree.debug_string(),
+            "ns \"\":\n"
+            "  [0,6) 1,2,3,4,5,6 blocks=0 tail=2 lock=1\n"
+            "    [6,9) 7,8,9 blocks=2 tail=3 lock=1\n");
+  EXPECT_EQ(pool.tree_refs(1), 0);
+  EXPECT_EQ(req.table, (Blocks{0, 2, 1}));  // block 1 went back to the pool, reused at once
+  EXPECT_EQ(pool.tree_refs(2), 2);
+  EXPECT_EQ(pool.n_evicted(), 0);
+  expect_ok(tree);
+  // A match ending inside [0,6) now copies from block 2.
+  EXPECT_EQ(tree.match_prefix("", concat(range(1, 6), {60}), 6).partial_block(), 2);
+  finish(tree, pool, "", concat(range(1, 9), {50}), req);
   expect_ok(tree);
 }
 

@@ -72,7 +72,11 @@ TEST(OpenAiResponseTest, CompletionLogprobs) {
 }
 
 TEST(OpenAiResponseTest, ChatLogprobs) {
-  const std::vector<LogprobEntry> entries = {{{"A\xc3\xa9", -0.5f}, {{"A\xc3\xa9", -0.5f}}}};
+  // Built step by step: the nested braced form trips a false -Wmaybe-uninitialized in g++ 12 -O2.
+  LogprobEntry entry;
+  entry.chosen = {"A\xc3\xa9", -0.5f};
+  entry.top.push_back(entry.chosen);
+  const std::vector<LogprobEntry> entries = {entry};
   EXPECT_EQ(chat_logprobs_json(entries), json::parse(R"({"content": [
       {"token": "Aé", "logprob": -0.5, "bytes": [65, 195, 169],
        "top_logprobs": [{"token": "Aé", "logprob": -0.5, "bytes": [65, 195, 169]}]}]})"));
