@@ -1,4 +1,5 @@
 // `trellis generate`: text from prompts, streamed, with timings; `--json` for programs.
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -32,18 +33,37 @@ struct GenerateArgs {
   bool ignore_eos = false;
 };
 
-Result<std::vector<std::string>> read_prompts_file(const std::string& path) {
+// A prompt as text (tokenized with BOS unless --no-bos) or as token ids (used as given).
+struct PromptInput {
+  std::string text;
+  std::vector<TokenId> tokens;
+  bool is_tokens = false;
+};
+
+// One JSON value per line: a string, or an array of token ids.
+Result<std::vector<PromptInput>> read_prompts_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) return Error{path + ": cannot open"};
-  std::vector<std::string> prompts;
+  std::vector<PromptInput> prompts;
   std::string line;
   for (int line_no = 1; std::getline(in, line); ++line_no) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = path + ":" + std::to_string(line_no);
     nlohmann::json value = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!value.is_string()) {
-      return Error{path + ":" + std::to_string(line_no) + ": expected one JSON string per line"};
+    PromptInput prompt;
+    if (value.is_string()) {
+      prompt.text = value.get<std::string>();
+    } else if (value.is_array() && !value.empty()) {
+      prompt.is_tokens = true;
+      for (const nlohmann::json& id : value) {
+        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
+          return Error{where + ": token ids must be non-negative integers"};
+        prompt.tokens.push_back(id.get<TokenId>());
+      }
+    } else {
+      return Error{where + ": expected a JSON string or a non-empty array of token ids per line"};
     }
-    prompts.push_back(value.get<std::string>());
+    prompts.push_back(std::move(prompt));
   }
   return prompts;
 }
@@ -57,15 +77,17 @@ nlohmann::json timings_json(const GenerationTimings& t) {
 }
 
 int run_generate(GenerateArgs& args) {
+  std::vector<PromptInput> prompts;
+  for (const std::string& text : args.prompts) prompts.push_back({text, {}, false});
   if (!args.prompts_file.empty()) {
-    Result<std::vector<std::string>> more = read_prompts_file(args.prompts_file);
+    Result<std::vector<PromptInput>> more = read_prompts_file(args.prompts_file);
     if (!more.ok()) {
       std::fprintf(stderr, "error: %s\n", more.error().message.c_str());
       return 1;
     }
-    args.prompts.insert(args.prompts.end(), more->begin(), more->end());
+    prompts.insert(prompts.end(), more->begin(), more->end());
   }
-  if (args.prompts.empty()) {
+  if (prompts.empty()) {
     std::fprintf(stderr, "error: give a prompt with -p TEXT or --prompts-file FILE\n");
     return 1;
   }
@@ -74,9 +96,11 @@ int run_generate(GenerateArgs& args) {
   Generator& gen = *generator;
   const uint64_t seed = args.seed >= 0 ? static_cast<uint64_t>(args.seed) : std::random_device{}();
 
-  for (const std::string& prompt : args.prompts) {
+  for (const PromptInput& prompt : prompts) {
     GenerationRequest request;
-    request.prompt = gen.tokenizer().encode(prompt, !args.no_bos, /*parse_special=*/false);
+    request.prompt = prompt.is_tokens ? prompt.tokens
+                                      : gen.tokenizer().encode(prompt.text, !args.no_bos,
+                                                               /*parse_special=*/false);
     request.max_tokens = args.n_predict;
     request.ignore_eos = args.ignore_eos;
     request.stop = args.stop;
@@ -91,7 +115,8 @@ int run_generate(GenerateArgs& args) {
     s.penalty_last_n = args.repeat_last_n;
     s.seed = seed;
     if (!args.json) {
-      std::printf("%s", prompt.c_str());
+      std::printf("%s", prompt.is_tokens ? gen.tokenizer().decode(prompt.tokens).c_str()
+                                         : prompt.text.c_str());
       std::fflush(stdout);
     }
     Result<GenerationResult> result = gen.generate(request, [&](std::string_view text) {
@@ -104,7 +129,8 @@ int run_generate(GenerateArgs& args) {
     }
     const GenerationTimings& t = result->timings;
     if (args.json) {
-      nlohmann::json out = {{"prompt", prompt},
+      nlohmann::json out = {{"prompt", prompt.is_tokens ? nlohmann::json(prompt.tokens)
+                                                        : nlohmann::json(prompt.text)},
                             {"prompt_tokens", request.prompt},
                             {"generated_tokens", result->tokens},
                             {"text", result->text},
@@ -138,7 +164,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   args->generator.add_to(*cmd, /*model_required=*/false);
   cmd->add_option("-p,--prompt", args->prompts, "Prompt (repeatable; run in order)");
   cmd->add_option("--prompts-file", args->prompts_file,
-                  "File with one JSON string prompt per line");
+                  "File with one prompt per line: a JSON string, or a JSON array of token ids");
   cmd->add_option("-n,--n-predict", args->n_predict, "Tokens to generate at most")
       ->capture_default_str();
   cmd->add_option("--temp", args->temperature, "Temperature (0: greedy)")->capture_default_str();

@@ -179,6 +179,66 @@ TEST(CliGenerate, StopsBeforeAStopString) {
   EXPECT_LT(j["generated_tokens"].size(), 40u);
 }
 
+std::vector<nlohmann::json> json_lines(const std::string& out) {
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+TEST_F(CliTest, LaterPromptsReuseTheCachedPrefixWithIdenticalOutputs) {
+  // Three token prompts: 40 shared tokens + their own 5; then the first again.
+  std::string prompts = testing::temp_dir() + "/shared-prefix.txt";
+  {
+    std::ofstream out(prompts);
+    for (int p : {0, 1, 0}) {
+      nlohmann::json ids = nlohmann::json::array();
+      for (int i = 0; i < 40; ++i) ids.push_back(100 + i);
+      for (int i = 0; i < 5; ++i) ids.push_back(1000 + 10 * p + i);
+      out << ids.dump() << "\n";
+    }
+  }
+  const std::string common = "generate --json -t 1 --temp 0 -n 6 --block-size 16 -m " + model_ +
+                             " --prompts-file " + prompts;
+  std::vector<nlohmann::json> on = json_lines(stdout_only(common));
+  std::vector<nlohmann::json> off = json_lines(stdout_only(common + " --prefix-cache off"));
+  std::vector<nlohmann::json> block = json_lines(stdout_only(common + " --match block"));
+  // 96 KiB: 6 blocks of 16 tokens x 1 KiB, so the third prompt must evict the second's blocks.
+  std::vector<nlohmann::json> tight = json_lines(stdout_only(common + " --kv-mem 96KiB"));
+  ASSERT_EQ(on.size(), 3u);
+  ASSERT_EQ(off.size(), 3u);
+  ASSERT_EQ(block.size(), 3u);
+  ASSERT_EQ(tight.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(on[i]["generated_tokens"], off[i]["generated_tokens"]) << i;
+    EXPECT_EQ(block[i]["generated_tokens"], off[i]["generated_tokens"]) << i;
+    EXPECT_EQ(tight[i]["generated_tokens"], off[i]["generated_tokens"]) << i;
+    EXPECT_EQ(off[i]["cached_tokens"], 0);
+    EXPECT_EQ(off[i]["kv_blocks_acquired"], 0);
+  }
+  // 45 prompt + 5 decoded positions = 4 blocks of 16.
+  EXPECT_EQ(on[0]["cached_tokens"], 0);
+  EXPECT_EQ(on[0]["kv_blocks_allocated"], 4);
+  EXPECT_EQ(on[1]["cached_tokens"], 40);       // the shared tokens
+  EXPECT_EQ(on[1]["kv_blocks_acquired"], 2);   // positions 0-31
+  EXPECT_EQ(on[1]["kv_blocks_allocated"], 2);  // a copy of block 2 (slots 0-7), then block 3
+  EXPECT_EQ(on[2]["cached_tokens"], 44);       // all but the last prompt token
+  EXPECT_EQ(block[1]["cached_tokens"], 32);    // whole blocks only
+  EXPECT_EQ(block[2]["cached_tokens"], 32);
+  CommandResult bad_mem = run_cli(common + " --kv-mem 12XB");
+  EXPECT_EQ(bad_mem.exit_code, 1);
+  EXPECT_NE(bad_mem.output.find("--kv-mem"), std::string::npos) << bad_mem.output;
+  CommandResult bad_mode = run_cli(common + " --match half");
+  EXPECT_EQ(bad_mode.exit_code, 1);
+  EXPECT_NE(bad_mode.output.find("--match must be token or block"), std::string::npos);
+  CommandResult bad_switch = run_cli(common + " --prefix-cache maybe");
+  EXPECT_EQ(bad_switch.exit_code, 1);
+  CommandResult small_pool = run_cli(common + " --kv-tokens 16");
+  EXPECT_EQ(small_pool.exit_code, 1);
+  EXPECT_NE(small_pool.output.find("too small"), std::string::npos) << small_pool.output;
+}
+
 TEST(CliLogits, TopLogitsOfEveryPosition) {
   TRELLIS_REQUIRE_SHARED();
   nlohmann::json j = nlohmann::json::parse(stdout_only(
