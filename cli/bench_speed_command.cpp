@@ -1,12 +1,10 @@
 // `trellis bench speed`: prompt processing and generation throughput, like llama-bench's pp/tg.
-#include <sys/resource.h>
-
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "bench_support.h"
 #include "commands.h"
 #include "generator_options.h"
 
@@ -22,41 +20,6 @@ struct SpeedArgs {
   int reps = 3;
   bool json = false;
 };
-
-struct Stats {
-  double mean = 0;
-  double stddev = 0;
-};
-
-Stats stats(const std::vector<double>& values) {
-  Stats s;
-  if (values.empty()) return s;
-  for (double v : values) s.mean += v;
-  s.mean /= static_cast<double>(values.size());
-  if (values.size() > 1) {
-    double sq = 0;
-    for (double v : values) sq += (v - s.mean) * (v - s.mean);
-    s.stddev = std::sqrt(sq / static_cast<double>(values.size() - 1));
-  }
-  return s;
-}
-
-uint64_t peak_rss_bytes() {
-  struct rusage usage {};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
-}
-
-// Deterministic token ids that avoid the first few (control) ids.
-std::vector<TokenId> bench_tokens(int32_t n, int64_t n_vocab) {
-  std::vector<TokenId> ids;
-  uint32_t state = 12345;
-  for (int32_t i = 0; i < n; ++i) {
-    state = state * 1664525u + 1013904223u;
-    ids.push_back(static_cast<TokenId>(3 + (state >> 8) % static_cast<uint32_t>(n_vocab - 3)));
-  }
-  return ids;
-}
 
 // One prefill of n_prompt tokens; returns tokens/s.
 Result<double> measure_prompt(Generator& gen, const std::vector<TokenId>& prompt) {
@@ -147,6 +110,7 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
   speed->add_option("-r,--reps", args->reps, "Repetitions")->capture_default_str();
   speed->add_flag("--json", args->json, "Print one JSON object");
   speed->callback([&exit_code, args] { exit_code = run_speed(*args); });
+  add_bench_phi_command(*bench, exit_code);
 }
 
 }  // namespace trellis::cli

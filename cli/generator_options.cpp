@@ -13,7 +13,7 @@ void GeneratorOptions::add_to(CLI::App& app, bool model_required) {
   if (model_required) m->required();
   app.add_option("-t,--threads", threads, "Threads (default: all cores)");
   app.add_option("--ctx", n_ctx, "Context length in tokens (default: the model's)");
-  app.add_option("--block-size", block_size, "KV cache block size in tokens")
+  app.add_option("-B,--block-size", block_size, "KV cache block size in tokens")
       ->capture_default_str();
   app.add_option("--kv-type", kv_type, "KV cache element type: f16 or f32")->capture_default_str();
   app.add_option("--batch-tokens", batch_tokens, "Prefill chunk size in tokens")

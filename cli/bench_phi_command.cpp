@@ -1,0 +1,245 @@
+// `trellis bench phi`: what the prefix cache saves as the shared-prefix fraction φ grows.
+//
+// For each φ: prefixBlocks = round(φ·L/B) blocks of shared "system prompt" (φ "max": every block
+// but the last), then N sessions of L prompt tokens each (the shared prefix + their own suffix)
+// that generate D tokens. One op = a fresh generator, the shared prefix warmed into the cache
+// (cache on only; not timed), the N sessions one after another. Cache off and cache on run in the
+// same process, point by point, and their outputs are compared token for token.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench_support.h"
+#include "commands.h"
+#include "generator_options.h"
+
+namespace trellis::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct PhiArgs {
+  GeneratorOptions generator;
+  int32_t prompt_len = 512;  // L
+  int32_t decode_len = 64;   // D
+  int32_t n_sessions = 4;    // N
+  std::string phi_list = "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,max";
+  int reps = 1;
+  bool json = false;
+};
+
+// One φ value of the sweep, quantized to whole blocks.
+struct PhiPoint {
+  std::string label;  // as given
+  int32_t prefix_blocks = 0;
+  int32_t prefix_tokens = 0;
+  double effective_phi = 0;
+};
+
+// What one op measured, summed over its sessions (timings: mean TTFT, aggregate tokens/s).
+struct OpFigures {
+  int64_t prefill_tokens = 0;
+  int64_t cached_tokens = 0;
+  int64_t blocks_allocated = 0;
+  int64_t blocks_acquired = 0;
+  double ttft_ms = 0;
+  double generation_tokens_per_s = 0;
+  std::vector<std::vector<TokenId>> outputs;
+};
+
+Result<std::vector<PhiPoint>> parse_phi_list(const std::string& list, int32_t L, int32_t B) {
+  std::vector<PhiPoint> points;
+  std::stringstream in(list);
+  std::string item;
+  const int32_t n_blocks = (L + B - 1) / B;
+  while (std::getline(in, item, ',')) {
+    PhiPoint p;
+    p.label = item;
+    if (item == "max") {
+      p.prefix_blocks = n_blocks - 1;
+    } else {
+      char* end = nullptr;
+      const double phi = std::strtod(item.c_str(), &end);
+      if (item.empty() || *end != '\0' || !(phi >= 0 && phi <= 1))
+        return Error{"--phi: '" + item + "' is not a number in [0, 1] or 'max'"};
+      p.prefix_blocks = static_cast<int32_t>(std::lround(phi * L / B));
+    }
+    // The last prompt token always has its own block part: never share the whole prompt.
+    p.prefix_blocks = std::clamp(p.prefix_blocks, 0, std::max(0, (L - 1) / B));
+    p.prefix_tokens = p.prefix_blocks * B;
+    p.effective_phi = static_cast<double>(p.prefix_tokens) / L;
+    points.push_back(p);
+  }
+  if (points.empty()) return Error{"--phi: give at least one value"};
+  return points;
+}
+
+Result<OpFigures> run_op(PhiArgs& args, const PhiPoint& point, bool cache_on) {
+  std::unique_ptr<Generator> generator = args.generator.open([&](GeneratorConfig& config) {
+    config.prefix_cache.enabled = cache_on;
+    if (config.n_ctx == 0) config.n_ctx = args.prompt_len + args.decode_len;
+  });
+  if (!generator) return Error{"cannot open the model"};
+  Generator& gen = *generator;
+  const int64_t n_vocab = gen.model().hparams().n_vocab;
+  const std::vector<TokenId> shared = bench_tokens(point.prefix_tokens, n_vocab, 777);
+  auto request_for = [&](std::vector<TokenId> prompt, int32_t max_tokens) {
+    GenerationRequest request;
+    request.prompt = std::move(prompt);
+    request.max_tokens = max_tokens;
+    request.sampling.temperature = 0;
+    request.ignore_eos = true;
+    return request;
+  };
+  auto ignore = [](std::string_view) { return true; };
+  if (cache_on && !shared.empty()) {  // warm the cache with the shared prefix (not timed)
+    Result<GenerationResult> warm = gen.generate(request_for(shared, 1), ignore);
+    if (!warm.ok()) return warm.error();
+  }
+  OpFigures op;
+  double total_ms = 0;
+  int64_t generated = 0;
+  for (int32_t s = 0; s < args.n_sessions; ++s) {
+    std::vector<TokenId> prompt = shared;
+    const std::vector<TokenId> own = bench_tokens(args.prompt_len - point.prefix_tokens, n_vocab,
+                                                  1000 + static_cast<uint32_t>(s));
+    prompt.insert(prompt.end(), own.begin(), own.end());
+    const Clock::time_point start = Clock::now();
+    Result<GenerationResult> r = gen.generate(request_for(prompt, args.decode_len), ignore);
+    if (!r.ok()) return r.error();
+    total_ms += std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    generated += r->timings.n_generated_tokens;
+    op.prefill_tokens += r->timings.n_prefill_tokens;
+    op.cached_tokens += r->kv.n_cached_tokens;
+    op.blocks_allocated += r->kv.n_blocks_allocated;
+    op.blocks_acquired += r->kv.n_blocks_acquired;
+    op.ttft_ms += r->timings.ttft_ms / args.n_sessions;
+    op.outputs.push_back(r->tokens);
+  }
+  op.generation_tokens_per_s = total_ms > 0 ? generated * 1000.0 / total_ms : 0;
+  return op;
+}
+
+nlohmann::json figures_json(const std::vector<OpFigures>& reps) {
+  std::vector<double> ttft, tps;
+  for (const OpFigures& op : reps) {
+    ttft.push_back(op.ttft_ms);
+    tps.push_back(op.generation_tokens_per_s);
+  }
+  const OpFigures& first = reps.front();
+  return {{"prefill_tokens", first.prefill_tokens},
+          {"cached_tokens", first.cached_tokens},
+          {"kv_blocks_allocated", first.blocks_allocated},
+          {"kv_blocks_acquired", first.blocks_acquired},
+          {"ttft_ms", stats(ttft).mean},
+          {"ttft_ms_stddev", stats(ttft).stddev},
+          {"generation_tokens_per_s", stats(tps).mean},
+          {"generation_tokens_per_s_stddev", stats(tps).stddev}};
+}
+
+int run_phi(PhiArgs& args) {
+  const int32_t B = args.generator.block_size;
+  if (args.prompt_len <= 0 || args.decode_len <= 0 || args.n_sessions <= 0 || args.reps <= 0 ||
+      B <= 0) {
+    std::fprintf(stderr, "error: -L, -D, -N, -B and --reps must be positive\n");
+    return 1;
+  }
+  Result<std::vector<PhiPoint>> points = parse_phi_list(args.phi_list, args.prompt_len, B);
+  if (!points.ok()) {
+    std::fprintf(stderr, "error: %s\n", points.error().message.c_str());
+    return 1;
+  }
+  if (args.generator.model.empty()) args.generator.model = default_model_path();
+  // One untimed op first: page the weights in so that the first point is not a cold start.
+  if (!run_op(args, points->front(), false).ok()) return 1;
+
+  nlohmann::json results = nlohmann::json::array();
+  if (!args.json) {
+    std::printf(
+        "L=%d D=%d N=%d B=%d reps=%d model %s (gen tokens/s: generated tokens / session time, "
+        "prefill included)\n",
+        args.prompt_len, args.decode_len, args.n_sessions, B, args.reps,
+        args.generator.model.c_str());
+    std::printf(
+        "| phi | shared tokens | cache | prefill tokens | cached tokens | blocks allocated | "
+        "blocks acquired | TTFT ms | gen tokens/s | outputs |\n"
+        "|---|---|---|---|---|---|---|---|---|---|\n");
+  }
+  for (const PhiPoint& point : *points) {
+    std::vector<OpFigures> off, on;
+    for (int rep = 0; rep < args.reps; ++rep) {
+      Result<OpFigures> a = run_op(args, point, false);
+      Result<OpFigures> b = a.ok() ? run_op(args, point, true) : a;
+      if (!a.ok() || !b.ok()) {
+        std::fprintf(stderr, "error: %s\n", (a.ok() ? b : a).error().message.c_str());
+        return 1;
+      }
+      off.push_back(std::move(a).value());
+      on.push_back(std::move(b).value());
+    }
+    bool identical = true;
+    for (int rep = 0; rep < args.reps; ++rep) identical &= off[rep].outputs == on[rep].outputs;
+    nlohmann::json row = {{"phi", point.label},
+                          {"effective_phi", point.effective_phi},
+                          {"prefix_blocks", point.prefix_blocks},
+                          {"shared_tokens", point.prefix_tokens},
+                          {"cache_off", figures_json(off)},
+                          {"cache_on", figures_json(on)},
+                          {"outputs_identical", identical}};
+    results.push_back(row);
+    if (!args.json) {
+      for (const char* mode : {"cache_off", "cache_on"}) {
+        const nlohmann::json& f = row[mode];
+        std::printf(
+            "| %.3f | %d | %s | %lld | %lld | %lld | %lld | %.1f ± %.1f | %.2f ± %.2f | %s |\n",
+            point.effective_phi, point.prefix_tokens,
+            mode == std::string("cache_on") ? "on" : "off", f["prefill_tokens"].get<long long>(),
+            f["cached_tokens"].get<long long>(), f["kv_blocks_allocated"].get<long long>(),
+            f["kv_blocks_acquired"].get<long long>(), f["ttft_ms"].get<double>(),
+            f["ttft_ms_stddev"].get<double>(), f["generation_tokens_per_s"].get<double>(),
+            f["generation_tokens_per_s_stddev"].get<double>(),
+            identical ? "identical" : "DIFFERENT");
+      }
+      std::fflush(stdout);
+    }
+  }
+  if (args.json) {
+    nlohmann::json out = {{"bench", "phi"},       {"model", args.generator.model},
+                          {"L", args.prompt_len}, {"D", args.decode_len},
+                          {"N", args.n_sessions}, {"B", B},
+                          {"reps", args.reps},    {"points", results}};
+    std::printf("%s\n", out.dump().c_str());
+  }
+  for (const nlohmann::json& row : results) {
+    if (!row["outputs_identical"].get<bool>()) {
+      std::fprintf(stderr, "error: outputs differ with the cache on (phi %s)\n",
+                   row["phi"].get<std::string>().c_str());
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_bench_phi_command(CLI::App& bench, int& exit_code) {
+  CLI::App* cmd = bench.add_subcommand(
+      "phi", "Prefix cache gain vs the shared-prefix fraction (cache off and on, one run)");
+  auto args = std::make_shared<PhiArgs>();
+  args->generator.add_to(*cmd, /*model_required=*/false);
+  cmd->add_option("-L", args->prompt_len, "Prompt length in tokens")->capture_default_str();
+  cmd->add_option("-D", args->decode_len, "Tokens generated per session")->capture_default_str();
+  cmd->add_option("-N", args->n_sessions, "Sessions per op")->capture_default_str();
+  cmd->add_option("--phi", args->phi_list, "Shared fractions: numbers in [0, 1] and/or max")
+      ->capture_default_str();
+  cmd->add_option("--reps", args->reps, "Repetitions per point")->capture_default_str();
+  cmd->add_flag("--json", args->json, "Print one JSON object");
+  cmd->callback([&exit_code, args] { exit_code = run_phi(*args); });
+}
+
+}  // namespace trellis::cli
