@@ -250,6 +250,28 @@ TEST(CliLogits, TopLogitsOfEveryPosition) {
   EXPECT_EQ(j["positions"][2]["pos"], 2);
 }
 
+TEST_F(CliTest, BenchPhiReportsTheCacheGainWithIdenticalOutputs) {
+  CommandResult run = run_cli("bench phi --json -t 1 -L 40 -D 3 -N 2 -B 8 --phi 0,0.5,max -m " +
+                              model_ + " 2>/dev/null");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  nlohmann::json j = nlohmann::json::parse(run.output);
+  ASSERT_EQ(j["points"].size(), 3u);
+  const std::vector<int> shared = {0, 24, 32};  // round(0.5 * 40 / 8) = 3 blocks; max: all but one
+  for (size_t i = 0; i < 3; ++i) {
+    const nlohmann::json& p = j["points"][i];
+    EXPECT_EQ(p["shared_tokens"], shared[i]);
+    EXPECT_TRUE(p["outputs_identical"].get<bool>());
+    EXPECT_EQ(p["cache_off"]["prefill_tokens"], 80);
+    EXPECT_EQ(p["cache_off"]["kv_blocks_acquired"], 0);
+    EXPECT_EQ(p["cache_on"]["prefill_tokens"], 80 - 2 * shared[i]);
+    EXPECT_EQ(p["cache_on"]["kv_blocks_acquired"], 2 * shared[i] / 8);
+    EXPECT_GT(p["cache_on"]["ttft_ms"].get<double>(), 0);
+  }
+  CommandResult bad = run_cli("bench phi --phi 0.5,2 -m " + model_);
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.output.find("'2' is not a number in [0, 1]"), std::string::npos) << bad.output;
+}
+
 TEST(CliBench, SpeedPrintsJson) {
   TRELLIS_REQUIRE_SHARED();
   nlohmann::json j = nlohmann::json::parse(
