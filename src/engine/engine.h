@@ -1,0 +1,209 @@
+// The concurrent engine: one model, one KV block pool with its prefix cache, one scheduler and
+// one background thread that runs batches. Callers' threads only submit requests and read their
+// results, so many sessions share the pool and the tree: their decode steps are batched together
+// and new prompts are prefilled in chunks between them (see sched/scheduler.h).
+//
+//   Engine::create(model, config) -> engine
+//   engine.submit(request) -> RequestHandle: next_text() to pull text as it comes (or an
+//                             on_text callback), cancel(), wait() for the RequestOutput
+//   engine.fork(request, n) -> n handles sharing the prompt's blocks (prefilled once)
+//   engine.generate_batch(requests) -> outputs, ordered for cache hits
+//   engine.warm(ns, prefix)   -> caches a prefix before the requests that use it
+//
+// Greedy outputs do not depend on what else runs: the kernels are batch-invariant and the prefix
+// cache is exact, so N concurrent requests give the same tokens as the same requests run alone.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/result.h"
+#include "base/thread_pool.h"
+#include "gguf/gguf_file.h"
+#include "kv/block_pool.h"
+#include "kv/kv_storage.h"
+#include "model/llama_model.h"
+#include "prefix/prefix_cache.h"
+#include "sample/sampling_params.h"
+#include "sched/scheduler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace trellis {
+
+struct EngineConfig {
+  int n_threads = 0;        // 0: all cores
+  int32_t block_size = 32;  // KV tokens per block
+  KvType kv_type = KvType::F16;
+  int32_t n_ctx = 0;  // tokens per sequence; 0: the model's training context
+  // The pool: a memory budget in bytes, else a token count, else (both 0) four contexts. A pool
+  // smaller than one context plus a block shortens the context so that one request always fits.
+  int64_t kv_bytes = 0;
+  int64_t kv_tokens = 0;
+  PrefixCacheConfig prefix_cache;
+  SchedulerConfig scheduler;
+};
+
+struct EngineRequest {
+  std::vector<TokenId> prompt;  // already tokenized, BOS included when wanted
+  SamplingParams sampling;
+  int32_t max_tokens = 128;       // 0: only cache the prompt (see Engine::warm)
+  std::vector<std::string> stop;  // stop strings: generation ends before the first one
+  bool ignore_eos = false;
+  std::string cache_namespace;  // prefixes are shared only inside a namespace
+  bool return_logits = false;   // keep the logits each token was sampled from
+};
+
+struct RequestStats {
+  int32_t n_prompt_tokens = 0;
+  int32_t n_cached_tokens = 0;  // prompt tokens served by the prefix cache at admission
+  int32_t n_generated_tokens = 0;
+  int32_t n_blocks_allocated = 0;
+  int32_t n_blocks_acquired = 0;
+  int32_t n_preemptions = 0;
+  double queue_ms = 0;  // submission to first admission
+  double ttft_ms = 0;   // submission to first token
+  double total_ms = 0;  // submission to the end
+};
+
+struct RequestOutput {
+  std::vector<TokenId> tokens;
+  std::string text;
+  // "stop", "length", "cancelled", or "error" (then `error` says why).
+  std::string finish_reason;
+  std::string error;
+  RequestStats stats;
+  std::vector<std::vector<float>> logits;  // [token][n_vocab] when return_logits
+};
+
+// The shared state between the engine loop and one request's handle.
+struct RequestChannel;
+
+class RequestHandle {
+ public:
+  RequestHandle() = default;
+  explicit RequestHandle(std::shared_ptr<RequestChannel> channel) : channel_(std::move(channel)) {}
+
+  // Blocks until more text or the end: returns false at the end (then `text` is empty).
+  bool next_text(std::string& text);
+  // Blocks until the request ends.
+  const RequestOutput& wait();
+  // Asks the engine to stop the request; its blocks are released within a step.
+  void cancel();
+  bool finished() const;
+  uint64_t id() const;
+
+ private:
+  std::shared_ptr<RequestChannel> channel_;
+};
+
+// Figures of the pool and the cache, readable from any thread.
+struct EngineStats {
+  int32_t n_blocks_total = 0;
+  int32_t n_blocks_free = 0;
+  int32_t n_blocks_in_use = 0;  // held by requests
+  int32_t n_blocks_cached = 0;  // indexed by the tree
+  int64_t n_blocks_allocated = 0;
+  int64_t n_blocks_acquired = 0;
+  int64_t n_blocks_evicted = 0;
+  int32_t n_running = 0;
+  int32_t n_waiting = 0;
+  int64_t n_steps = 0;
+  int64_t n_preemptions = 0;
+  double scheduler_ms = 0;  // time spent planning steps, in total
+};
+
+class Engine {
+ public:
+  static Result<std::unique_ptr<Engine>> create(const std::string& model_path,
+                                                const EngineConfig& config);
+  // Cancels whatever still runs and joins the loop.
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues a request. Errors at once for what can never run: an empty prompt, a prompt longer
+  // than the context, a token outside the vocab, bad sampling parameters or stop strings.
+  // on_text, when given, is called on the engine's thread with each piece of text (keep it short);
+  // otherwise pull the text with RequestHandle::next_text.
+  Result<RequestHandle> submit(EngineRequest request,
+                               std::function<void(std::string_view)> on_text = {});
+  // n requests that share the prompt's KV blocks: the prompt is prefilled once, then each branch
+  // samples on its own (branch i uses seed derive_seed(request.sampling.seed, i)).
+  Result<std::vector<RequestHandle>> fork(EngineRequest request, int32_t n);
+  // Runs all requests and waits for them; submits them in the order that visits their prompts'
+  // radix tree depth-first (shared prefixes back to back), outputs in the given order.
+  std::vector<Result<RequestOutput>> generate_batch(std::vector<EngineRequest> requests);
+  // Caches `prefix` in namespace `ns` (a request with max_tokens 0) and waits for it.
+  Status warm(const std::string& ns, std::vector<TokenId> prefix);
+
+  // The figures as of the last step (or the last flush_cache / check_invariants call).
+  EngineStats stats() const;
+  // Evicts every cached prefix (blocks of running requests stay). Waits for the loop.
+  void flush_cache();
+  // Checks the pool's and the tree's invariants on the loop's thread.
+  Status check_invariants();
+
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const LlamaModel& model() const { return *model_; }
+  int32_t n_ctx() const { return n_ctx_; }
+  int n_threads() const { return threads_->size(); }
+
+ private:
+  struct Request;
+  Engine() = default;
+  Status init(const std::string& model_path, const EngineConfig& config);
+  Status check_request(const EngineRequest& request) const;
+  Result<std::shared_ptr<Request>> make_request(EngineRequest request,
+                                                std::function<void(std::string_view)> on_text);
+  void loop();
+  // Runs `fn` on the loop thread and waits for it.
+  void run_on_loop(std::function<void()> fn);
+  void take_submissions();
+  void cancel_requested();
+  // Plans and runs one batch; false when nothing could run.
+  bool step();
+  // Copies the pool's and the scheduler's figures into stats_ (loop thread).
+  void refresh_stats(int64_t n_new_preemptions, double plan_ms);
+  void on_logits(Request& request, const float* logits);
+  void fork_branches(Request& parent, const float* logits);
+  void sample_and_emit(Request& request, const float* logits);
+  void finish(Request& request, const std::string& reason);
+
+  std::unique_ptr<GgufFile> file_;
+  std::unique_ptr<LlamaModel> model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<ThreadPool> threads_;
+  std::unique_ptr<KvStorage> kv_;
+  std::unique_ptr<BlockPool> blocks_;
+  std::unique_ptr<PrefixCache> cache_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<LlamaWorkspace> workspace_;
+  int32_t n_ctx_ = 0;
+  int32_t n_vocab_ = 0;
+
+  // Loop-thread state.
+  std::vector<std::shared_ptr<Request>> active_;  // submitted, not finished
+  ForwardBatch batch_;
+  std::vector<float> logits_;  // [max_seqs rows][n_vocab], grown as needed
+
+  // Shared with callers, under mutex_.
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<Request>> submitted_;
+  std::deque<std::function<void()>> tasks_;
+  bool stopping_ = false;
+  std::atomic<bool> cancel_pending_{false};
+  EngineStats stats_;
+  uint64_t next_id_ = 1;
+  std::thread thread_;  // last: started after everything above exists
+};
+
+}  // namespace trellis

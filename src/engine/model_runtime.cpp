@@ -1,0 +1,47 @@
+#include "engine/model_runtime.h"
+
+#include <algorithm>
+
+#include "kv/block_pool.h"
+
+namespace trellis {
+
+Result<LoadedModel> load_model(const std::string& path) {
+  LoadedModel loaded;
+  Result<GgufFile> file = GgufFile::open(path);
+  if (!file.ok()) return file.error();
+  loaded.file = std::make_unique<GgufFile>(std::move(file).value());
+  Result<std::unique_ptr<LlamaModel>> model = LlamaModel::load(*loaded.file);
+  if (!model.ok()) return model.error();
+  loaded.model = std::move(model).value();
+  Result<Vocab> vocab = load_vocab(*loaded.file);
+  if (!vocab.ok()) return vocab.error();
+  Result<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::create(std::move(vocab).value());
+  if (!tokenizer.ok()) return tokenizer.error();
+  loaded.tokenizer = std::move(tokenizer).value();
+  if (loaded.tokenizer->vocab().size() != loaded.model->hparams().n_vocab) {
+    return Error{path + ": the tokenizer has " + std::to_string(loaded.tokenizer->vocab().size()) +
+                 " tokens but the model's vocab is " +
+                 std::to_string(loaded.model->hparams().n_vocab)};
+  }
+  return loaded;
+}
+
+Result<KvPoolSize> size_kv_pool(const KvLayout& layout, int32_t n_ctx, int64_t kv_bytes,
+                                int64_t kv_tokens) {
+  const int32_t B = layout.block_size;
+  Result<int32_t> n_blocks =
+      kv_bytes > 0    ? blocks_for_bytes(kv_bytes, static_cast<int64_t>(layout.bytes_per_block()))
+      : kv_tokens > 0 ? blocks_for_tokens(kv_tokens, B)
+                      : blocks_for_tokens(4 * int64_t{n_ctx}, B);
+  if (!n_blocks.ok()) return Error{"KV pool size: " + n_blocks.error().message};
+  if (kv_bytes <= 0 && kv_tokens <= 0) *n_blocks = std::max(*n_blocks, (n_ctx + B - 1) / B + 1);
+  if (*n_blocks < 2) {
+    return Error{"the KV pool of " + std::to_string(*n_blocks) +
+                 " block(s) is too small: it needs at least 2 blocks of " + std::to_string(B) +
+                 " tokens"};
+  }
+  return KvPoolSize{*n_blocks, std::min(n_ctx, (*n_blocks - 1) * B)};
+}
+
+}  // namespace trellis

@@ -1,0 +1,38 @@
+// What the Generator and the Engine both stand on: a model file with its weights and tokenizer,
+// and the size of the KV block pool.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/result.h"
+#include "gguf/gguf_file.h"
+#include "kv/kv_storage.h"
+#include "model/llama_model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace trellis {
+
+struct LoadedModel {
+  std::unique_ptr<GgufFile> file;  // the weights point into its mapping
+  std::unique_ptr<LlamaModel> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+};
+
+// Opens and validates a GGUF model and its tokenizer; errors name the file and the problem.
+Result<LoadedModel> load_model(const std::string& path);
+
+struct KvPoolSize {
+  int32_t n_blocks = 0;
+  int32_t n_ctx = 0;  // the context, shortened when the pool is smaller than one context + block
+};
+
+// The pool holds kv_bytes of blocks, else kv_tokens tokens, else (both 0) four contexts (and at
+// least one context plus one block). One request must always fit once the cache is evicted: its
+// blocks plus, in TOKEN mode, the cached block its first fresh block is copied from; hence a pool
+// of n blocks allows a context of at most (n - 1) * block_size tokens.
+Result<KvPoolSize> size_kv_pool(const KvLayout& layout, int32_t n_ctx, int64_t kv_bytes,
+                                int64_t kv_tokens);
+
+}  // namespace trellis

@@ -1,0 +1,164 @@
+#include "sched/scheduler.h"
+
+#include <algorithm>
+#include <cassert>
+#include <span>
+#include <tuple>
+
+namespace trellis {
+
+Scheduler::Scheduler(PrefixCache& cache, SchedulerConfig config) : cache_(cache), config_(config) {
+  assert(config.max_seqs >= 1 && config.max_batch_tokens >= config.max_seqs);
+}
+
+void Scheduler::enqueue(Sequence* seq) {
+  seq->state = SequenceState::WAITING;
+  waiting_.push_back(seq);
+}
+
+void Scheduler::add_running(Sequence* seq) {
+  seq->state = SequenceState::RUNNING;
+  seq->admitted_once = true;
+  running_.push_back(seq);
+}
+
+void Scheduler::remove(Sequence* seq) {
+  if (auto it = std::find(running_.begin(), running_.end(), seq); it != running_.end()) {
+    release(seq);
+    running_.erase(it);
+  } else if (auto w = std::find(waiting_.begin(), waiting_.end(), seq); w != waiting_.end()) {
+    waiting_.erase(w);
+  }
+  seq->state = SequenceState::FINISHED;
+}
+
+void Scheduler::release(Sequence* seq) {
+  cache_.insert(seq->kv,
+                std::span<const TokenId>(seq->tokens).first(static_cast<size_t>(seq->n_computed)),
+                /*finished=*/true);
+  seq->n_blocks_allocated += seq->kv.n_blocks_allocated();
+  seq->n_blocks_acquired += seq->kv.n_blocks_acquired();
+  seq->kv.reset();
+}
+
+void Scheduler::preempt(Sequence* seq) {
+  release(seq);
+  seq->n_computed = 0;
+  seq->state = SequenceState::WAITING;
+  ++seq->n_preemptions;
+  running_.erase(std::find(running_.begin(), running_.end(), seq));
+  waiting_.push_back(seq);
+  preempted_this_step_.push_back(seq);
+}
+
+void Scheduler::grow_running() {
+  // Oldest first: the newest sequences give way when blocks run out. Preempting the newest
+  // either frees room for seq (then retry) or is seq itself (then index i holds the next one).
+  size_t i = 0;
+  while (i < running_.size()) {
+    Sequence* seq = running_[i];
+    if (cache_.reserve(seq->kv, seq->size()).ok()) {
+      ++i;
+      continue;
+    }
+    assert(running_.size() > 1 && "a lone sequence always fits the pool");
+    preempt(running_.back());
+  }
+}
+
+void Scheduler::order_waiting() {
+  if (config_.policy == SchedulePolicy::FCFS) {
+    std::stable_sort(waiting_.begin(), waiting_.end(),
+                     [](const Sequence* a, const Sequence* b) { return a->id < b->id; });
+    return;
+  }
+  // LPM with aging. Key: (not aged, aged ? id : -cached length, id), smallest first.
+  struct Keyed {
+    std::tuple<bool, int64_t, uint64_t> key;
+    Sequence* seq;
+  };
+  std::vector<Keyed> keyed;
+  keyed.reserve(waiting_.size());
+  for (Sequence* seq : waiting_) {
+    const bool aged = seq->n_steps_waiting >= config_.max_wait_steps;
+    const int64_t second = aged
+                               ? static_cast<int64_t>(seq->id)
+                               : -int64_t{cache_.match(seq->cache_namespace, seq->tokens).n_tokens};
+    keyed.push_back({{!aged, second, seq->id}, seq});
+  }
+  std::sort(keyed.begin(), keyed.end(),
+            [](const Keyed& a, const Keyed& b) { return a.key < b.key; });
+  for (size_t i = 0; i < keyed.size(); ++i) waiting_[i] = keyed[i].seq;
+}
+
+void Scheduler::admit_waiting(StepPlan& plan, int32_t& budget) {
+  order_waiting();
+  size_t i = 0;
+  while (i < waiting_.size() && static_cast<int32_t>(running_.size()) < config_.max_seqs &&
+         budget > 0) {
+    Sequence* seq = waiting_[i];
+    // Just preempted for lack of blocks: readmitting it now would only thrash.
+    if (std::find(preempted_this_step_.begin(), preempted_this_step_.end(), seq) !=
+        preempted_this_step_.end()) {
+      ++i;
+      continue;
+    }
+    const PrefixMatch match = cache_.match(seq->cache_namespace, seq->tokens);
+    Result<SequenceKv> kv = cache_.admit(seq->cache_namespace, match, seq->size());
+    if (!kv.ok()) break;  // no room now: keep the order, try again next step
+    seq->kv = std::move(kv).value();
+    seq->n_computed = match.n_tokens;
+    if (!seq->admitted_once) seq->n_cached_tokens = match.n_tokens;
+    seq->admitted_once = true;
+    seq->state = SequenceState::RUNNING;
+    running_.push_back(seq);
+    waiting_.erase(waiting_.begin() + static_cast<ptrdiff_t>(i));
+    plan.admitted.push_back(seq);
+    const int32_t n = std::min(seq->n_pending(), budget);
+    plan.chunks.push_back({seq, seq->n_computed, n});
+    budget -= n;
+  }
+}
+
+StepPlan Scheduler::plan() {
+  ++n_steps_;
+  preempted_this_step_.clear();
+  StepPlan plan;
+  grow_running();
+  int32_t budget = config_.max_batch_tokens;
+  // Decode tokens first (one per sequence), so that prefill never stalls them ...
+  for (Sequence* seq : running_) {
+    if (seq->n_pending() == 1 && budget > 0) {
+      plan.chunks.push_back({seq, seq->n_computed, 1});
+      --budget;
+    }
+  }
+  // ... then the rest of prompts being prefilled, oldest first, in chunks.
+  for (Sequence* seq : running_) {
+    if (seq->n_pending() > 1 && budget > 0) {
+      const int32_t n = std::min(seq->n_pending(), budget);
+      plan.chunks.push_back({seq, seq->n_computed, n});
+      budget -= n;
+    }
+  }
+  admit_waiting(plan, budget);
+  for (Sequence* seq : waiting_) ++seq->n_steps_waiting;
+  plan.preempted = preempted_this_step_;
+  plan.n_tokens = config_.max_batch_tokens - budget;
+  return plan;
+}
+
+void Scheduler::complete(const StepPlan& plan) {
+  for (const ScheduledChunk& chunk : plan.chunks) {
+    Sequence* seq = chunk.seq;
+    seq->n_computed += chunk.n_tokens;
+    if (chunk.n_tokens > 1) {  // a prefill chunk: share its whole blocks with later requests now
+      cache_.insert(
+          seq->kv,
+          std::span<const TokenId>(seq->tokens).first(static_cast<size_t>(seq->n_computed)),
+          /*finished=*/false);
+    }
+  }
+}
+
+}  // namespace trellis

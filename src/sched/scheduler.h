@@ -1,0 +1,98 @@
+// Decides, step by step, which tokens of which sequences the next forward pass runs: the decode
+// tokens of every running sequence, then prefill chunks, up to a token budget (continuous
+// batching with chunked prefill). Admits waiting sequences in policy order while blocks and
+// budget allow, and preempts the newest running sequence when a decode finds no block.
+//
+// Admission order:
+//   LPM  (default) longest cached prefix first (matches stay inside each sequence's namespace),
+//        ties by submission order; a sequence that has waited max_wait_steps steps goes before
+//        every younger one, so nobody starves.
+//   FCFS submission order.
+// A preempted sequence goes back to the waiting queue keeping its age and its tokens; its
+// computed KV is cached first, so readmission mostly matches it again.
+//
+// Memory: admission allocates blocks for a sequence's known tokens at once (PrefixCache::admit,
+// evicting cache leaves); decoding grows one block at a time. When a running sequence cannot
+// grow, cache leaves are evicted first, then the newest running sequence is preempted, never the
+// last one: since the pool holds one context plus a block, a lone sequence always fits, so the
+// scheduler cannot deadlock.
+//
+// Not thread-safe: one owner (the engine loop). Sequences are owned by the caller and must
+// outlive their time in the scheduler.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "prefix/prefix_cache.h"
+#include "sched/sequence.h"
+
+namespace trellis {
+
+enum class SchedulePolicy { LPM, FCFS };
+
+struct SchedulerConfig {
+  int32_t max_batch_tokens = 256;  // tokens per forward pass (decode tokens + prefill chunks)
+  int32_t max_seqs = 16;           // running sequences
+  SchedulePolicy policy = SchedulePolicy::LPM;
+  int64_t max_wait_steps = 64;  // aging bound for LPM
+};
+
+// Tokens [begin, begin + n_tokens) of one sequence in the next forward pass.
+struct ScheduledChunk {
+  Sequence* seq = nullptr;
+  int32_t begin = 0;
+  int32_t n_tokens = 0;
+  bool wants_logits() const { return begin + n_tokens == seq->size(); }
+};
+
+struct StepPlan {
+  std::vector<ScheduledChunk> chunks;
+  std::vector<Sequence*> admitted;   // newly admitted this step
+  std::vector<Sequence*> preempted;  // sent back to waiting this step
+  int32_t n_tokens = 0;
+  bool empty() const { return chunks.empty(); }
+};
+
+class Scheduler {
+ public:
+  // Precondition: config.max_batch_tokens >= config.max_seqs >= 1.
+  Scheduler(PrefixCache& cache, SchedulerConfig config);
+
+  const SchedulerConfig& config() const { return config_; }
+
+  // Queues a new sequence (state WAITING, no blocks).
+  void enqueue(Sequence* seq);
+  // Adds a sequence that already holds its blocks (a fork of a running one) to the running set.
+  void add_running(Sequence* seq);
+  // Takes a sequence out of the scheduler (finished or cancelled; a sequence never added is
+  // fine too). When it runs, its computed tokens are cached and its blocks released.
+  void remove(Sequence* seq);
+
+  // Plans the next step (admitting and preempting as needed). Empty when nothing can run.
+  StepPlan plan();
+  // Records that the planned chunks ran: advances each sequence's n_computed.
+  void complete(const StepPlan& plan);
+
+  const std::vector<Sequence*>& running() const { return running_; }
+  const std::vector<Sequence*>& waiting() const { return waiting_; }
+  int64_t n_steps() const { return n_steps_; }
+
+ private:
+  // Makes room for the running sequences' next tokens; preempts the newest when needed.
+  void grow_running();
+  void admit_waiting(StepPlan& plan, int32_t& budget);
+  void order_waiting();
+  void preempt(Sequence* seq);
+  // Caches seq's computed tokens and releases its blocks, folding its block counters in.
+  void release(Sequence* seq);
+
+  PrefixCache& cache_;
+  SchedulerConfig config_;
+  std::vector<Sequence*> running_;  // admission order
+  std::vector<Sequence*> waiting_;  // policy order after order_waiting()
+  std::vector<Sequence*> preempted_this_step_;
+  int64_t n_steps_ = 0;
+};
+
+}  // namespace trellis

@@ -1,0 +1,42 @@
+// The scheduler's view of one request: its tokens, how far their KV is computed, its blocks.
+//
+//   tokens:  | prompt ............................ | generated ...... |
+//            [0, n_computed): KV written           [n_computed, size): still to run
+//
+// Prefill and decode are the same thing here: each step runs some of the tokens not yet
+// computed; a step that reaches the last token produces logits, and sampling appends a token. A
+// preempted sequence keeps its tokens, drops its blocks (after caching them) and is recomputed
+// from the cache when readmitted.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "prefix/prefix_cache.h"
+#include "tokenizer/vocab.h"
+
+namespace trellis {
+
+enum class SequenceState { WAITING, RUNNING, FINISHED };
+
+struct Sequence {
+  uint64_t id = 0;  // submission order: FCFS order, and the newest is preempted first
+  std::string cache_namespace;
+  std::vector<TokenId> tokens;
+  int32_t n_prompt = 0;
+  int32_t n_computed = 0;
+  SequenceState state = SequenceState::WAITING;
+  SequenceKv kv;                // empty unless RUNNING
+  int64_t n_steps_waiting = 0;  // steps spent waiting since submission (aging); kept on preemption
+  int32_t n_cached_tokens = 0;  // prompt tokens served by the cache at first admission
+  int32_t n_blocks_allocated = 0;  // over all admissions, forks and growth
+  int32_t n_blocks_acquired = 0;
+  int32_t n_preemptions = 0;
+  bool admitted_once = false;
+
+  int32_t size() const { return static_cast<int32_t>(tokens.size()); }
+  int32_t n_pending() const { return size() - n_computed; }
+};
+
+}  // namespace trellis

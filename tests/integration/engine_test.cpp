@@ -1,0 +1,243 @@
+// The concurrent engine on the tiny synthetic model: N concurrent requests give exactly what the
+// same requests give alone (chunked prefill, preemption and eviction forced by a tiny pool), fork
+// shares the prompt's blocks and matches independent runs, cancellation releases every block.
+#include "engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "model/model_presets.h"
+#include "model/synth_model.h"
+#include "sample/rng.h"
+#include "test_support.h"
+
+namespace trellis {
+namespace {
+
+using Tokens = std::vector<TokenId>;
+constexpr int32_t kContext = 128;
+constexpr int32_t kBlock = 8;
+
+const std::string& tiny_model_path() {
+  static const std::string path = [] {
+    std::string p = testing::temp_dir() + "/engine-tiny.gguf";
+    SynthOptions options{*find_model_preset("tiny"), DType::Q8_0, 9, "", p, 2, false};
+    Status status = synthesize_model(options);
+    EXPECT_TRUE(status.ok()) << status.error().message;
+    return p;
+  }();
+  return path;
+}
+
+EngineConfig base_config() {
+  EngineConfig config;
+  config.n_threads = 2;
+  config.block_size = kBlock;
+  config.n_ctx = kContext;
+  return config;
+}
+
+std::unique_ptr<Engine> make_engine(const EngineConfig& config) {
+  Result<std::unique_ptr<Engine>> engine = Engine::create(tiny_model_path(), config);
+  EXPECT_TRUE(engine.ok()) << engine.error().message;
+  return engine.ok() ? std::move(engine).value() : nullptr;
+}
+
+EngineRequest greedy(Tokens prompt, int32_t max_tokens) {
+  EngineRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.sampling.temperature = 0;
+  r.ignore_eos = true;
+  r.return_logits = true;
+  return r;
+}
+
+// Prompts over two shared prefixes, with lengths around block boundaries.
+std::vector<Tokens> random_prompts(uint32_t seed, int n) {
+  std::mt19937 rng(seed);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::vector<Tokens> prefixes(2);
+  for (Tokens& p : prefixes) {
+    for (int i = 0; i < 60; ++i) p.push_back(pick(3, 2000));
+  }
+  std::vector<Tokens> prompts;
+  for (int i = 0; i < n; ++i) {
+    const Tokens& prefix = prefixes[static_cast<size_t>(pick(0, 1))];
+    const int shared = std::min(60, kBlock * pick(0, 6) + pick(-1, 1) + 1);
+    Tokens t(prefix.begin(), prefix.begin() + shared);
+    for (int k = pick(1, 30); k > 0; --k) t.push_back(pick(3, 2000));
+    prompts.push_back(std::move(t));
+  }
+  return prompts;
+}
+
+void expect_no_leak(Engine& engine) {
+  Status ok = engine.check_invariants();
+  EXPECT_TRUE(ok.ok()) << (ok.ok() ? "" : ok.error().message);
+  EXPECT_EQ(engine.stats().n_blocks_in_use, 0);
+  engine.flush_cache();
+  EXPECT_EQ(engine.stats().n_blocks_free, engine.stats().n_blocks_total);
+}
+
+TEST(EngineTest, ConcurrentRequestsGiveWhatTheyGiveAlone) {
+  const std::vector<Tokens> prompts = random_prompts(3, 14);
+  const int32_t kMaxTokens = 12;
+
+  // Alone: one at a time, cache off.
+  EngineConfig alone_config = base_config();
+  alone_config.prefix_cache.enabled = false;
+  std::unique_ptr<Engine> alone = make_engine(alone_config);
+  ASSERT_NE(alone, nullptr);
+  std::vector<RequestOutput> want;
+  for (const Tokens& p : prompts) {
+    Result<RequestHandle> h = alone->submit(greedy(p, kMaxTokens));
+    ASSERT_TRUE(h.ok()) << h.error().message;
+    want.push_back(h->wait());
+    ASSERT_EQ(want.back().finish_reason, "length");
+  }
+
+  // Together: a pool of one context plus one block, small steps, cache on.
+  EngineConfig together_config = base_config();
+  together_config.kv_tokens = kContext + kBlock;
+  together_config.scheduler.max_batch_tokens = 24;
+  together_config.scheduler.max_seqs = 6;
+  std::unique_ptr<Engine> together = make_engine(together_config);
+  ASSERT_NE(together, nullptr);
+  std::vector<RequestHandle> handles;
+  for (const Tokens& p : prompts) {
+    Result<RequestHandle> h = together->submit(greedy(p, kMaxTokens));
+    ASSERT_TRUE(h.ok()) << h.error().message;
+    handles.push_back(*h);
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const RequestOutput& got = handles[i].wait();
+    ASSERT_EQ(got.finish_reason, "length") << got.error;
+    EXPECT_EQ(got.tokens, want[i].tokens) << "prompt " << i;
+    ASSERT_EQ(got.logits.size(), want[i].logits.size());
+    for (size_t s = 0; s < got.logits.size(); ++s) {
+      ASSERT_EQ(got.logits[s], want[i].logits[s]) << "prompt " << i << " step " << s;
+    }
+  }
+  const EngineStats stats = together->stats();
+  EXPECT_GT(stats.n_preemptions, 0) << "the tiny pool should force preemption";
+  EXPECT_GT(stats.n_blocks_evicted, 0);
+  EXPECT_GT(stats.n_blocks_acquired, 0);
+  expect_no_leak(*together);
+  expect_no_leak(*alone);
+}
+
+TEST(EngineTest, ForkSharesThePromptAndEachBranchMatchesAnIndependentRun) {
+  EngineRequest request;
+  for (TokenId t = 0; t < 45; ++t) request.prompt.push_back(100 + t);
+  request.max_tokens = 10;
+  request.sampling.temperature = 0.9f;
+  request.sampling.seed = 42;
+  request.ignore_eos = true;
+
+  std::unique_ptr<Engine> engine = make_engine(base_config());
+  ASSERT_NE(engine, nullptr);
+  Result<std::vector<RequestHandle>> branches = engine->fork(request, 3);
+  ASSERT_TRUE(branches.ok()) << branches.error().message;
+  std::vector<RequestOutput> outs;
+  for (RequestHandle& h : *branches) outs.push_back(h.wait());
+
+  EngineConfig off = base_config();
+  off.prefix_cache.enabled = false;
+  std::unique_ptr<Engine> independent = make_engine(off);
+  ASSERT_NE(independent, nullptr);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    EngineRequest alone = request;
+    alone.sampling.seed = derive_seed(42, i);
+    Result<RequestHandle> h = independent->submit(alone);
+    ASSERT_TRUE(h.ok());
+    EXPECT_EQ(outs[i].tokens, h->wait().tokens) << "branch " << i;
+    EXPECT_EQ(outs[i].tokens.size(), 10u);
+  }
+  EXPECT_NE(outs[0].tokens, outs[1].tokens) << "different seeds, different samples";
+  // The prompt was computed once: branches 1 and 2 share its 5 whole blocks and copy the sixth.
+  for (size_t i = 1; i < outs.size(); ++i) {
+    EXPECT_EQ(outs[i].stats.n_cached_tokens, 45);
+    EXPECT_EQ(outs[i].stats.n_blocks_acquired, 5);
+  }
+  expect_no_leak(*engine);
+}
+
+TEST(EngineTest, CancellingReleasesTheBlocksAtOnce) {
+  std::unique_ptr<Engine> engine = make_engine(base_config());
+  ASSERT_NE(engine, nullptr);
+  EngineRequest request = greedy(Tokens(30, 77), 100);
+  request.return_logits = false;
+  Result<RequestHandle> h = engine->submit(request);
+  ASSERT_TRUE(h.ok());
+  std::string text;
+  while (h->next_text(text) && text.empty()) {
+  }
+  h->cancel();
+  const RequestOutput& out = h->wait();
+  EXPECT_EQ(out.finish_reason, "cancelled");
+  EXPECT_LT(out.tokens.size(), 100u);
+  expect_no_leak(*engine);
+}
+
+TEST(EngineTest, WarmCachesAPrefixAndBatchesKeepTheirOrder) {
+  std::unique_ptr<Engine> engine = make_engine(base_config());
+  ASSERT_NE(engine, nullptr);
+  Tokens system(40);
+  for (size_t i = 0; i < system.size(); ++i) system[i] = static_cast<TokenId>(500 + i);
+  ASSERT_TRUE(engine->warm("", system).ok());
+  std::vector<EngineRequest> batch;
+  for (int i = 0; i < 4; ++i) {
+    Tokens p = i % 2 ? Tokens{9, 8, 7} : system;
+    p.push_back(1000 + i);
+    batch.push_back(greedy(p, 3));
+  }
+  batch.push_back(greedy(Tokens{}, 3));  // an error keeps its place
+  std::vector<Result<RequestOutput>> outs = engine->generate_batch(std::move(batch));
+  ASSERT_EQ(outs.size(), 5u);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(outs[static_cast<size_t>(i)].ok());
+    EXPECT_EQ(outs[static_cast<size_t>(i)]->stats.n_prompt_tokens, i % 2 ? 4 : 41);
+    if (i % 2 == 0) {
+      EXPECT_EQ(outs[static_cast<size_t>(i)]->stats.n_cached_tokens, 40);
+    }
+  }
+  EXPECT_FALSE(outs[4].ok());
+  expect_no_leak(*engine);
+}
+
+TEST(EngineTest, RequestsThatCanNeverRunFailAtOnce) {
+  std::unique_ptr<Engine> engine = make_engine(base_config());
+  ASSERT_NE(engine, nullptr);
+  Result<RequestHandle> empty = engine->submit(greedy({}, 3));
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.error().message.find("empty"), std::string::npos);
+  Result<RequestHandle> long_prompt = engine->submit(greedy(Tokens(kContext + 1, 5), 3));
+  ASSERT_FALSE(long_prompt.ok());
+  EXPECT_NE(long_prompt.error().message.find("more than the context of 128"), std::string::npos)
+      << long_prompt.error().message;
+  Result<RequestHandle> bad_token = engine->submit(greedy(Tokens{5, 99999}, 3));
+  ASSERT_FALSE(bad_token.ok());
+  EngineRequest bad_temp = greedy(Tokens{5}, 3);
+  bad_temp.sampling.temperature = -1;
+  EXPECT_FALSE(engine->submit(bad_temp).ok());
+  EXPECT_FALSE(engine->fork(greedy(Tokens{5}, 3), 0).ok());
+}
+
+TEST(EngineTest, DestroyingTheEngineCancelsWhatRuns) {
+  RequestHandle handle;
+  {
+    std::unique_ptr<Engine> engine = make_engine(base_config());
+    ASSERT_NE(engine, nullptr);
+    Result<RequestHandle> h = engine->submit(greedy(Tokens(20, 9), 120));
+    ASSERT_TRUE(h.ok());
+    handle = *h;
+  }
+  EXPECT_EQ(handle.wait().finish_reason, "cancelled");
+}
+
+}  // namespace
+}  // namespace trellis
