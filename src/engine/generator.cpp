@@ -4,6 +4,7 @@
 #include <cassert>
 #include <chrono>
 
+#include "engine/model_runtime.h"
 #include "sample/sampler.h"
 #include "sample/stop_matcher.h"
 
@@ -28,22 +29,11 @@ double GenerationTimings::generation_tokens_per_s() const {
 Result<std::unique_ptr<Generator>> Generator::create(const std::string& model_path,
                                                      const GeneratorConfig& config) {
   auto gen = std::unique_ptr<Generator>(new Generator());
-  Result<GgufFile> file = GgufFile::open(model_path);
-  if (!file.ok()) return file.error();
-  gen->file_ = std::make_unique<GgufFile>(std::move(file).value());
-  Result<std::unique_ptr<LlamaModel>> model = LlamaModel::load(*gen->file_);
-  if (!model.ok()) return model.error();
-  gen->model_ = std::move(model).value();
-  Result<Vocab> vocab = load_vocab(*gen->file_);
-  if (!vocab.ok()) return vocab.error();
-  Result<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::create(std::move(vocab).value());
-  if (!tokenizer.ok()) return tokenizer.error();
-  gen->tokenizer_ = std::move(tokenizer).value();
-  if (gen->tokenizer_->vocab().size() != gen->model_->hparams().n_vocab) {
-    return Error{
-        model_path + ": the tokenizer has " + std::to_string(gen->tokenizer_->vocab().size()) +
-        " tokens but the model's vocab is " + std::to_string(gen->model_->hparams().n_vocab)};
-  }
+  Result<LoadedModel> loaded = load_model(model_path);
+  if (!loaded.ok()) return loaded.error();
+  gen->file_ = std::move(loaded->file);
+  gen->model_ = std::move(loaded->model);
+  gen->tokenizer_ = std::move(loaded->tokenizer);
 
   const LlamaHParams& hp = gen->model_->hparams();
   gen->n_ctx_ = config.n_ctx > 0 ? config.n_ctx : static_cast<int32_t>(hp.n_ctx_train);
@@ -59,28 +49,13 @@ Result<std::unique_ptr<Generator>> Generator::create(const std::string& model_pa
 
 Status Generator::init_kv(const GeneratorConfig& config) {
   const KvLayout layout = model_->kv_layout(config.block_size, config.kv_type);
-  const int32_t B = config.block_size;
-  Result<int32_t> n_blocks =
-      config.kv_bytes > 0
-          ? blocks_for_bytes(config.kv_bytes, static_cast<int64_t>(layout.bytes_per_block()))
-      : config.kv_tokens > 0 ? blocks_for_tokens(config.kv_tokens, B)
-                             : blocks_for_tokens(4 * int64_t{n_ctx_}, B);
-  if (!n_blocks.ok()) return Error{"KV pool size: " + n_blocks.error().message};
-  if (config.kv_bytes <= 0 && config.kv_tokens <= 0) {  // the default: room for one context too
-    *n_blocks = std::max(*n_blocks, (n_ctx_ + B - 1) / B + 1);
-  }
-  // One request must fit once everything else is evicted: its blocks plus, in TOKEN mode, the
-  // locked cached block its first fresh block was copied from.
-  if (*n_blocks < 2) {
-    return Error{"the KV pool of " + std::to_string(*n_blocks) +
-                 " block(s) is too small: it needs at least 2 blocks of " + std::to_string(B) +
-                 " tokens"};
-  }
-  n_ctx_ = std::min(n_ctx_, (*n_blocks - 1) * B);
-  Result<KvStorage> kv = KvStorage::create(layout, *n_blocks);
+  Result<KvPoolSize> size = size_kv_pool(layout, n_ctx_, config.kv_bytes, config.kv_tokens);
+  if (!size.ok()) return size.error();
+  n_ctx_ = size->n_ctx;
+  Result<KvStorage> kv = KvStorage::create(layout, size->n_blocks);
   if (!kv.ok()) return kv.error();
   kv_ = std::make_unique<KvStorage>(std::move(kv).value());
-  blocks_ = std::make_unique<BlockPool>(*n_blocks);
+  blocks_ = std::make_unique<BlockPool>(size->n_blocks);
   cache_ = std::make_unique<PrefixCache>(*blocks_, *kv_, config.prefix_cache);
   return {};
 }

@@ -98,6 +98,29 @@ Result<SequenceKv> PrefixCache::admit(std::string_view ns, const PrefixMatch& ma
   return seq;
 }
 
+Result<SequenceKv> PrefixCache::fork(const SequenceKv& parent, int32_t n_tokens) {
+  assert(parent.cache_ == this && n_tokens <= parent.capacity_tokens());
+  const int32_t n_full = n_tokens / block_size();
+  const int32_t n_partial_slots = n_tokens % block_size();
+  TRELLIS_TRY(make_free(n_partial_slots > 0 ? 1 : 0));
+  SequenceKv child;
+  child.cache_ = this;
+  child.ns_ = parent.ns_;
+  for (int32_t j = 0; j < n_full; ++j) {
+    pool_.retain(parent.block_table_[static_cast<size_t>(j)]);
+    child.block_table_.push_back(parent.block_table_[static_cast<size_t>(j)]);
+  }
+  if (n_partial_slots > 0) {
+    pool_.alloc(1, child.block_table_);
+    kv_.copy_block(parent.block_table_[static_cast<size_t>(n_full)], child.block_table_.back(),
+                   n_partial_slots);
+  }
+  child.n_cached_tokens_ = n_tokens;
+  child.n_blocks_acquired_ = n_full;
+  child.n_blocks_allocated_ = n_partial_slots > 0 ? 1 : 0;
+  return child;
+}
+
 Status PrefixCache::reserve(SequenceKv& seq, int32_t n_tokens) {
   assert(seq.cache_ == this);
   const int32_t B = block_size();

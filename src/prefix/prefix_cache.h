@@ -109,6 +109,13 @@ class PrefixCache {
   // evicting everything evictable. Precondition: n_tokens > match.n_tokens.
   Result<SequenceKv> admit(std::string_view ns, const PrefixMatch& match, int32_t n_tokens);
 
+  // A new sequence that continues from the first n_tokens positions of `parent` (parallel
+  // samples of one prompt): it shares the parent's whole blocks (refcount + 1, no copy) and copies
+  // the partially filled block, if any, since both will write into their own. Errors, with
+  // nothing changed, when no block can be had for that copy.
+  // Precondition: parent covers n_tokens positions whose KV is written.
+  Result<SequenceKv> fork(const SequenceKv& parent, int32_t n_tokens);
+
   // Grows seq's table to cover n_tokens positions, evicting cache leaves as needed. Errors, with
   // nothing changed, when the pool cannot supply the blocks.
   Status reserve(SequenceKv& seq, int32_t n_tokens);
