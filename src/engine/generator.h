@@ -60,9 +60,9 @@ struct GenerationTimings {
   int32_t n_prompt_tokens = 0;
   int32_t n_prefill_tokens = 0;  // prompt tokens computed: those the prefix cache did not serve
   int32_t n_generated_tokens = 0;
-  double prompt_ms = 0;      // prefill, up to and including the first sampled token
-  double generation_ms = 0;  // the decode steps after the first token
-  double ttft_ms = 0;        // request start to first token
+  double prompt_ms = 0;                // prefill, up to and including the first sampled token
+  double generation_ms = 0;            // the decode steps after the first token
+  double ttft_ms = 0;                  // request start to first token
   double prompt_tokens_per_s() const;  // prefill tokens per second
   double generation_tokens_per_s() const;
 };
