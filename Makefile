@@ -10,7 +10,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 # Test binaries of code that runs on several threads; they run again under ThreadSanitizer.
-TSAN_TESTS ?= thread_pool_test
+TSAN_TESTS ?= thread_pool_test engine_test engine_stress_test
 FUZZ_SECONDS ?= 60
 
 .PHONY: run test deps build unit-test asan-test tsan-test arm-check fuzz clean
