@@ -1,7 +1,9 @@
 // `trellis generate`: text from prompts, streamed, with timings; `--json` for programs.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -31,6 +33,8 @@ struct GenerateArgs {
   bool json = false;
   bool no_bos = false;
   bool ignore_eos = false;
+  bool parallel = false;
+  int32_t fork = 1;
 };
 
 // A prompt as text (tokenized with BOS unless --no-bos) or as token ids (used as given).
@@ -68,12 +72,89 @@ Result<std::vector<PromptInput>> read_prompts_file(const std::string& path) {
   return prompts;
 }
 
-nlohmann::json timings_json(const GenerationTimings& t) {
-  return {{"prompt_tokens_per_s", t.prompt_tokens_per_s()},
-          {"generation_tokens_per_s", t.generation_tokens_per_s()},
-          {"ttft_ms", t.ttft_ms},
-          {"prompt_ms", t.prompt_ms},
-          {"generation_ms", t.generation_ms}};
+nlohmann::json timings_json(const RequestStats& s) {
+  const double prompt_ms = s.ttft_ms - s.queue_ms;
+  const double generation_ms = s.total_ms - s.ttft_ms;
+  const int32_t n_prefill = s.n_prompt_tokens - s.n_cached_tokens;
+  // The first token comes out of the prefill; the decode steps produce the rest.
+  const int32_t n_decoded = std::max(0, s.n_generated_tokens - 1);
+  return {{"prompt_tokens_per_s", prompt_ms > 0 ? n_prefill * 1000.0 / prompt_ms : 0.0},
+          {"generation_tokens_per_s", generation_ms > 0 ? n_decoded * 1000.0 / generation_ms : 0.0},
+          {"queue_ms", s.queue_ms},
+          {"ttft_ms", s.ttft_ms},
+          {"prompt_ms", prompt_ms},
+          {"generation_ms", generation_ms},
+          {"total_ms", s.total_ms}};
+}
+
+EngineRequest make_request(const GenerateArgs& args, std::vector<TokenId> prompt, uint64_t seed) {
+  EngineRequest request;
+  request.prompt = std::move(prompt);
+  request.max_tokens = args.n_predict;
+  request.ignore_eos = args.ignore_eos;
+  request.stop = args.stop;
+  SamplingParams& s = request.sampling;
+  s.temperature = args.temperature;
+  s.top_k = args.top_k;
+  s.top_p = args.top_p;
+  s.min_p = args.min_p;
+  s.repetition_penalty = args.repeat_penalty;
+  s.frequency_penalty = args.frequency_penalty;
+  s.presence_penalty = args.presence_penalty;
+  s.penalty_last_n = args.repeat_last_n;
+  s.seed = seed;
+  return request;
+}
+
+// One line of --json output, or the text and figures for people.
+void print_output(const GenerateArgs& args, const PromptInput& prompt,
+                  const std::vector<TokenId>& prompt_tokens, int sample, uint64_t seed,
+                  const RequestOutput& out, bool text_was_streamed) {
+  const RequestStats& s = out.stats;
+  if (args.json) {
+    nlohmann::json line = {
+        {"prompt", prompt.is_tokens ? nlohmann::json(prompt.tokens) : nlohmann::json(prompt.text)},
+        {"prompt_tokens", prompt_tokens},
+        {"generated_tokens", out.tokens},
+        {"text", out.text},
+        {"finish_reason", out.finish_reason},
+        {"cached_tokens", s.n_cached_tokens},
+        {"kv_blocks_allocated", s.n_blocks_allocated},
+        {"kv_blocks_acquired", s.n_blocks_acquired},
+        {"queue_ms", s.queue_ms},
+        {"seed", seed},
+        {"timings", timings_json(s)}};
+    if (args.fork > 1) line["sample"] = sample;
+    std::printf("%s\n",
+                line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else {
+    if (!text_was_streamed) {
+      if (args.fork > 1) std::printf("[sample %d] ", sample);
+      std::printf("%s%s", prompt.text.c_str(), out.text.c_str());
+    }
+    std::printf("\n");
+    const nlohmann::json t = timings_json(s);
+    std::fprintf(stderr,
+                 "[prompt %d tokens (%d cached), %.1f tokens/s | generated %d tokens, %.1f "
+                 "tokens/s | first token after %.0f ms (%.0f ms queued) | %s]\n",
+                 s.n_prompt_tokens, s.n_cached_tokens, t["prompt_tokens_per_s"].get<double>(),
+                 s.n_generated_tokens, t["generation_tokens_per_s"].get<double>(), s.ttft_ms,
+                 s.queue_ms, out.finish_reason.c_str());
+  }
+  std::fflush(stdout);
+}
+
+// Submits one prompt (forked into args.fork samples); streams its text when `stream`.
+Result<std::vector<RequestHandle>> submit(Engine& engine, const GenerateArgs& args,
+                                          const std::vector<TokenId>& tokens, uint64_t seed,
+                                          bool stream) {
+  EngineRequest request = make_request(args, tokens, seed);
+  if (args.fork > 1) return engine.fork(std::move(request), args.fork);
+  std::function<void(std::string_view)> on_text;
+  if (stream) on_text = [](std::string_view text) { print_streamed(text); };
+  Result<RequestHandle> handle = engine.submit(std::move(request), std::move(on_text));
+  if (!handle.ok()) return handle.error();
+  return std::vector<RequestHandle>{*handle};
 }
 
 int run_generate(GenerateArgs& args) {
@@ -91,67 +172,52 @@ int run_generate(GenerateArgs& args) {
     std::fprintf(stderr, "error: give a prompt with -p TEXT or --prompts-file FILE\n");
     return 1;
   }
-  std::unique_ptr<Generator> generator = args.generator.open();
-  if (!generator) return 1;
-  Generator& gen = *generator;
+  if (args.fork < 1) {
+    std::fprintf(stderr, "error: --fork must be at least 1\n");
+    return 1;
+  }
+  std::unique_ptr<Engine> engine = args.generator.open_engine([](EngineConfig&) {});
+  if (!engine) return 1;
   const uint64_t seed = args.seed >= 0 ? static_cast<uint64_t>(args.seed) : std::random_device{}();
-
-  for (const PromptInput& prompt : prompts) {
-    GenerationRequest request;
-    request.prompt = prompt.is_tokens ? prompt.tokens
-                                      : gen.tokenizer().encode(prompt.text, !args.no_bos,
-                                                               /*parse_special=*/false);
-    request.max_tokens = args.n_predict;
-    request.ignore_eos = args.ignore_eos;
-    request.stop = args.stop;
-    SamplingParams& s = request.sampling;
-    s.temperature = args.temperature;
-    s.top_k = args.top_k;
-    s.top_p = args.top_p;
-    s.min_p = args.min_p;
-    s.repetition_penalty = args.repeat_penalty;
-    s.frequency_penalty = args.frequency_penalty;
-    s.presence_penalty = args.presence_penalty;
-    s.penalty_last_n = args.repeat_last_n;
-    s.seed = seed;
-    if (!args.json) {
-      std::printf("%s", prompt.is_tokens ? gen.tokenizer().decode(prompt.tokens).c_str()
-                                         : prompt.text.c_str());
+  std::vector<std::vector<TokenId>> tokens;
+  for (PromptInput& prompt : prompts) {
+    tokens.push_back(prompt.is_tokens ? prompt.tokens
+                                      : engine->tokenizer().encode(prompt.text, !args.no_bos,
+                                                                   /*parse_special=*/false));
+    if (prompt.is_tokens) prompt.text = engine->tokenizer().decode(prompt.tokens);
+  }
+  // Sequential: each prompt ends before the next starts (its text streams as it comes).
+  // Parallel: all are submitted at once and share the engine's batches; output keeps their order.
+  const bool stream = !args.json && !args.parallel && args.fork == 1;
+  std::vector<std::vector<RequestHandle>> handles(prompts.size());
+  auto wait_and_print = [&](size_t i) {
+    for (size_t k = 0; k < handles[i].size(); ++k) {
+      const RequestOutput& out = handles[i][k].wait();
+      if (out.finish_reason == "error") {
+        std::fprintf(stderr, "\nerror: %s\n", out.error.c_str());
+        return false;
+      }
+      print_output(args, prompts[i], tokens[i], static_cast<int>(k), seed, out, stream);
+    }
+    return true;
+  };
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    if (stream) {
+      std::printf("%s", prompts[i].text.c_str());
       std::fflush(stdout);
     }
-    Result<GenerationResult> result = gen.generate(request, [&](std::string_view text) {
-      if (!args.json) print_streamed(text);
-      return true;
-    });
-    if (!result.ok()) {
-      std::fprintf(stderr, "\nerror: %s\n", result.error().message.c_str());
+    Result<std::vector<RequestHandle>> submitted = submit(*engine, args, tokens[i], seed, stream);
+    if (!submitted.ok()) {
+      std::fprintf(stderr, "\nerror: %s\n", submitted.error().message.c_str());
       return 1;
     }
-    const GenerationTimings& t = result->timings;
-    if (args.json) {
-      nlohmann::json out = {{"prompt", prompt.is_tokens ? nlohmann::json(prompt.tokens)
-                                                        : nlohmann::json(prompt.text)},
-                            {"prompt_tokens", request.prompt},
-                            {"generated_tokens", result->tokens},
-                            {"text", result->text},
-                            {"finish_reason", result->finish_reason},
-                            {"cached_tokens", result->kv.n_cached_tokens},
-                            {"kv_blocks_allocated", result->kv.n_blocks_allocated},
-                            {"kv_blocks_acquired", result->kv.n_blocks_acquired},
-                            {"seed", seed},
-                            {"timings", timings_json(t)}};
-      std::printf("%s\n",
-                  out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-    } else {
-      std::printf("\n");
-      std::fprintf(stderr,
-                   "[prompt %d tokens (%d cached), %.1f tokens/s | generated %d tokens, %.1f "
-                   "tokens/s | first token after %.0f ms | %s]\n",
-                   t.n_prompt_tokens, result->kv.n_cached_tokens, t.prompt_tokens_per_s(),
-                   t.n_generated_tokens, t.generation_tokens_per_s(), t.ttft_ms,
-                   result->finish_reason.c_str());
+    handles[i] = std::move(submitted).value();
+    if (!args.parallel && !wait_and_print(i)) return 1;
+  }
+  if (args.parallel) {
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      if (!wait_and_print(i)) return 1;
     }
-    std::fflush(stdout);
   }
   return 0;
 }
@@ -162,7 +228,13 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("generate", "Generate text from prompts");
   auto args = std::make_shared<GenerateArgs>();
   args->generator.add_to(*cmd, /*model_required=*/false);
+  args->generator.add_scheduler_options(*cmd);
   cmd->add_option("-p,--prompt", args->prompts, "Prompt (repeatable; run in order)");
+  cmd->add_flag("--parallel", args->parallel,
+                "Submit all prompts at once: they run concurrently, sharing batches and the cache");
+  cmd->add_option("--fork", args->fork,
+                  "Samples per prompt, sharing the prompt's KV blocks (seeds derived per sample)")
+      ->capture_default_str();
   cmd->add_option("--prompts-file", args->prompts_file,
                   "File with one prompt per line: a JSON string, or a JSON array of token ids");
   cmd->add_option("-n,--n-predict", args->n_predict, "Tokens to generate at most")

@@ -1,5 +1,6 @@
 #include "generator_options.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -28,6 +29,59 @@ void GeneratorOptions::add_to(CLI::App& app, bool model_required) {
   app.add_option("--kv-mem", kv_mem,
                  "KV pool memory, e.g. 512MiB (B, KiB, MiB, GiB); default: 4 contexts");
   app.add_option("--kv-tokens", kv_tokens, "KV pool size in tokens (instead of --kv-mem)");
+}
+
+void GeneratorOptions::add_scheduler_options(CLI::App& app) {
+  app.add_option("--max-seqs", max_seqs, "Requests running at once (the rest wait)")
+      ->capture_default_str();
+  app.add_option("--schedule", schedule,
+                 "Admission order: lpm (longest cached prefix first) or fcfs")
+      ->capture_default_str();
+  app.add_option("--max-wait", max_wait,
+                 "Under lpm, steps after which a waiting request goes before younger ones")
+      ->capture_default_str();
+}
+
+Result<EngineConfig> GeneratorOptions::engine_config() const {
+  Result<GeneratorConfig> base = config();
+  if (!base.ok()) return base.error();
+  EngineConfig config;
+  config.n_threads = base->n_threads;
+  config.block_size = base->block_size;
+  config.kv_type = base->kv_type;
+  config.n_ctx = base->n_ctx;
+  config.kv_bytes = base->kv_bytes;
+  config.kv_tokens = base->kv_tokens;
+  config.prefix_cache = base->prefix_cache;
+  config.scheduler.max_batch_tokens = std::max(batch_tokens, max_seqs);
+  config.scheduler.max_seqs = max_seqs;
+  config.scheduler.max_wait_steps = max_wait;
+  if (schedule == "lpm") {
+    config.scheduler.policy = SchedulePolicy::LPM;
+  } else if (schedule == "fcfs") {
+    config.scheduler.policy = SchedulePolicy::FCFS;
+  } else {
+    return Error{"--schedule must be lpm or fcfs, not '" + schedule + "'"};
+  }
+  if (max_seqs < 1 || max_wait < 0)
+    return Error{"--max-seqs must be positive and --max-wait not negative"};
+  return config;
+}
+
+std::unique_ptr<Engine> GeneratorOptions::open_engine(FunctionRef<void(EngineConfig&)> adjust) {
+  if (model.empty()) model = default_model_path();
+  Result<EngineConfig> built = engine_config();
+  if (!built.ok()) {
+    std::fprintf(stderr, "error: %s\n", built.error().message.c_str());
+    return nullptr;
+  }
+  adjust(*built);
+  Result<std::unique_ptr<Engine>> engine = Engine::create(model, *built);
+  if (!engine.ok()) {
+    std::fprintf(stderr, "error: %s\n", engine.error().message.c_str());
+    return nullptr;
+  }
+  return std::move(engine).value();
 }
 
 Result<GeneratorConfig> GeneratorOptions::config() const {

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/engine.h"
 #include "engine/generator.h"
 
 namespace trellis::cli {
@@ -20,18 +21,26 @@ struct GeneratorOptions {
   std::string match = "token";
   std::string kv_mem;  // a size such as 512MiB; empty: --kv-tokens or the default
   int64_t kv_tokens = 0;
+  int32_t max_seqs = 16;
+  std::string schedule = "lpm";
+  int64_t max_wait = 64;
 
   // Registers -m, -t, --ctx, --block-size, --kv-type, --batch-tokens, --prefix-cache, --match,
   // --kv-mem and --kv-tokens on `app`.
   void add_to(CLI::App& app, bool model_required);
+  // Registers --max-seqs, --schedule and --max-wait (the concurrent engine's scheduler).
+  void add_scheduler_options(CLI::App& app);
   // The config, or an error for a bad value.
   Result<GeneratorConfig> config() const;
+  Result<EngineConfig> engine_config() const;
   // Builds the generator for `model` (the default model when empty) from these options, after
   // `adjust` had a chance to change the config; prints the error and returns null on failure.
   std::unique_ptr<Generator> open(FunctionRef<void(GeneratorConfig&)> adjust);
   std::unique_ptr<Generator> open() {
     return open([](GeneratorConfig&) {});
   }
+  // The same for the concurrent engine.
+  std::unique_ptr<Engine> open_engine(FunctionRef<void(EngineConfig&)> adjust);
 };
 
 // Writes generated text to stdout at once (streaming output).

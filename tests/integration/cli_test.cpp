@@ -272,6 +272,46 @@ TEST_F(CliTest, BenchPhiReportsTheCacheGainWithIdenticalOutputs) {
   EXPECT_NE(bad.output.find("'2' is not a number in [0, 1]"), std::string::npos) << bad.output;
 }
 
+TEST_F(CliTest, ParallelPromptsGiveTheSequentialOutputsInOrder) {
+  const std::string common = "generate --json -t 2 --temp 0 -n 6 -B 8 -m " + model_ +
+                             " -p 'one two three four five six seven' -p 'one two three four "
+                             "five eight' -p 'nine ten'";
+  std::vector<nlohmann::json> seq = json_lines(stdout_only(common));
+  std::vector<nlohmann::json> par = json_lines(stdout_only(common + " --parallel --max-seqs 2"));
+  std::vector<nlohmann::json> fcfs =
+      json_lines(stdout_only(common + " --parallel --schedule fcfs --batch-tokens 4"));
+  ASSERT_EQ(seq.size(), 3u);
+  ASSERT_EQ(par.size(), 3u);
+  ASSERT_EQ(fcfs.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(par[i]["prompt"], seq[i]["prompt"]);
+    EXPECT_EQ(par[i]["generated_tokens"], seq[i]["generated_tokens"]) << i;
+    EXPECT_EQ(fcfs[i]["generated_tokens"], seq[i]["generated_tokens"]) << i;
+    EXPECT_GE(par[i]["queue_ms"].get<double>(), 0);
+  }
+  CommandResult bad = run_cli(common + " --schedule random");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.output.find("--schedule must be lpm or fcfs"), std::string::npos) << bad.output;
+}
+
+TEST_F(CliTest, ForkGivesSamplesThatShareThePrompt) {
+  std::vector<nlohmann::json> lines =
+      json_lines(stdout_only("generate --json -t 1 --temp 0.9 -s 7 -n 5 -B 4 --fork 3 -m " +
+                             model_ + " -p 'a shared prompt for three samples'"));
+  ASSERT_EQ(lines.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(lines[static_cast<size_t>(i)]["sample"], i);
+    EXPECT_EQ(lines[static_cast<size_t>(i)]["prompt_tokens"], lines[0]["prompt_tokens"]);
+    EXPECT_EQ(lines[static_cast<size_t>(i)]["generated_tokens"].size(), 5u);
+  }
+  const int n_prompt = static_cast<int>(lines[0]["prompt_tokens"].size());
+  EXPECT_EQ(lines[1]["cached_tokens"], n_prompt);  // the prompt was computed once
+  EXPECT_EQ(lines[2]["kv_blocks_acquired"], n_prompt / 4);
+  EXPECT_NE(lines[0]["generated_tokens"], lines[1]["generated_tokens"]);
+  CommandResult bad = run_cli("generate --fork 0 -m " + model_ + " -p x");
+  EXPECT_EQ(bad.exit_code, 1);
+}
+
 TEST(CliBench, SpeedPrintsJson) {
   TRELLIS_REQUIRE_SHARED();
   nlohmann::json j = nlohmann::json::parse(
