@@ -3,8 +3,9 @@
 // For each φ: prefixBlocks = round(φ·L/B) blocks of shared "system prompt" (φ "max": every block
 // but the last), then N sessions of L prompt tokens each (the shared prefix + their own suffix)
 // that generate D tokens. One op = a fresh generator, the shared prefix warmed into the cache
-// (cache on only; not timed), the N sessions one after another. Cache off and cache on run in the
-// same process, point by point, and their outputs are compared token for token.
+// (cache on only; not timed), then the N sessions submitted at once to the concurrent engine
+// (--sequential: one after another). Cache off and cache on run in the same process, point by
+// point, and their outputs are compared token for token.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -31,6 +32,7 @@ struct PhiArgs {
   std::string phi_list = "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,max";
   int reps = 1;
   bool json = false;
+  bool sequential = false;  // sessions one after another instead of all at once
 };
 
 // One φ value of the sweep, quantized to whole blocks.
@@ -80,46 +82,65 @@ Result<std::vector<PhiPoint>> parse_phi_list(const std::string& list, int32_t L,
 }
 
 Result<OpFigures> run_op(PhiArgs& args, const PhiPoint& point, bool cache_on) {
-  std::unique_ptr<Generator> generator = args.generator.open([&](GeneratorConfig& config) {
+  std::unique_ptr<Engine> engine = args.generator.open_engine([&](EngineConfig& config) {
     config.prefix_cache.enabled = cache_on;
     if (config.n_ctx == 0) config.n_ctx = args.prompt_len + args.decode_len;
+    // Room for every session at once (and the shared prefix), so that nothing is preempted.
+    if (config.kv_bytes == 0 && config.kv_tokens == 0) {
+      config.kv_tokens = int64_t{args.n_sessions + 1} * (args.prompt_len + args.decode_len) +
+                         int64_t{args.n_sessions + 1} * config.block_size;
+    }
+    config.scheduler.max_seqs = std::max(config.scheduler.max_seqs, args.n_sessions);
+    config.scheduler.max_batch_tokens =
+        std::max(config.scheduler.max_batch_tokens, config.scheduler.max_seqs);
   });
-  if (!generator) return Error{"cannot open the model"};
-  Generator& gen = *generator;
-  const int64_t n_vocab = gen.model().hparams().n_vocab;
+  if (!engine) return Error{"cannot start the engine"};
+  const int64_t n_vocab = engine->model().hparams().n_vocab;
   const std::vector<TokenId> shared = bench_tokens(point.prefix_tokens, n_vocab, 777);
-  auto request_for = [&](std::vector<TokenId> prompt, int32_t max_tokens) {
-    GenerationRequest request;
-    request.prompt = std::move(prompt);
-    request.max_tokens = max_tokens;
-    request.sampling.temperature = 0;
-    request.ignore_eos = true;
-    return request;
-  };
-  auto ignore = [](std::string_view) { return true; };
-  if (cache_on && !shared.empty()) {  // warm the cache with the shared prefix (not timed)
-    Result<GenerationResult> warm = gen.generate(request_for(shared, 1), ignore);
-    if (!warm.ok()) return warm.error();
-  }
-  OpFigures op;
-  double total_ms = 0;
-  int64_t generated = 0;
+  if (cache_on && !shared.empty()) TRELLIS_TRY(engine->warm("", shared));  // not timed
+
+  std::vector<EngineRequest> sessions;
   for (int32_t s = 0; s < args.n_sessions; ++s) {
-    std::vector<TokenId> prompt = shared;
+    EngineRequest request;
+    request.prompt = shared;
     const std::vector<TokenId> own = bench_tokens(args.prompt_len - point.prefix_tokens, n_vocab,
                                                   1000 + static_cast<uint32_t>(s));
-    prompt.insert(prompt.end(), own.begin(), own.end());
-    const Clock::time_point start = Clock::now();
-    Result<GenerationResult> r = gen.generate(request_for(prompt, args.decode_len), ignore);
-    if (!r.ok()) return r.error();
-    total_ms += std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-    generated += r->timings.n_generated_tokens;
-    op.prefill_tokens += r->timings.n_prefill_tokens;
-    op.cached_tokens += r->kv.n_cached_tokens;
-    op.blocks_allocated += r->kv.n_blocks_allocated;
-    op.blocks_acquired += r->kv.n_blocks_acquired;
-    op.ttft_ms += r->timings.ttft_ms / args.n_sessions;
-    op.outputs.push_back(r->tokens);
+    request.prompt.insert(request.prompt.end(), own.begin(), own.end());
+    request.max_tokens = args.decode_len;
+    request.sampling.temperature = 0;
+    request.ignore_eos = true;
+    sessions.push_back(std::move(request));
+  }
+  const Clock::time_point start = Clock::now();
+  std::vector<RequestOutput> outputs;
+  if (args.sequential) {
+    for (EngineRequest& request : sessions) {
+      Result<RequestHandle> h = engine->submit(std::move(request));
+      if (!h.ok()) return h.error();
+      outputs.push_back(h->wait());
+    }
+  } else {
+    std::vector<RequestHandle> handles;
+    for (EngineRequest& request : sessions) {
+      Result<RequestHandle> h = engine->submit(std::move(request));
+      if (!h.ok()) return h.error();
+      handles.push_back(*h);
+    }
+    for (RequestHandle& h : handles) outputs.push_back(h.wait());
+  }
+  const double total_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  OpFigures op;
+  int64_t generated = 0;
+  for (const RequestOutput& out : outputs) {
+    if (out.finish_reason == "error") return Error{out.error};
+    const RequestStats& s = out.stats;
+    generated += s.n_generated_tokens;
+    op.prefill_tokens += s.n_prompt_tokens - s.n_cached_tokens;
+    op.cached_tokens += s.n_cached_tokens;
+    op.blocks_allocated += s.n_blocks_allocated;
+    op.blocks_acquired += s.n_blocks_acquired;
+    op.ttft_ms += s.ttft_ms / args.n_sessions;
+    op.outputs.push_back(out.tokens);
   }
   op.generation_tokens_per_s = total_ms > 0 ? generated * 1000.0 / total_ms : 0;
   return op;
@@ -162,7 +183,7 @@ int run_phi(PhiArgs& args) {
   if (!args.json) {
     std::printf(
         "L=%d D=%d N=%d B=%d reps=%d model %s (gen tokens/s: generated tokens / session time, "
-        "prefill included)\n",
+        "prefill included, all sessions together)\n",
         args.prompt_len, args.decode_len, args.n_sessions, B, args.reps,
         args.generator.model.c_str());
     std::printf(
@@ -209,10 +230,10 @@ int run_phi(PhiArgs& args) {
     }
   }
   if (args.json) {
-    nlohmann::json out = {{"bench", "phi"},       {"model", args.generator.model},
-                          {"L", args.prompt_len}, {"D", args.decode_len},
-                          {"N", args.n_sessions}, {"B", B},
-                          {"reps", args.reps},    {"points", results}};
+    nlohmann::json out = {
+        {"bench", "phi"},       {"model", args.generator.model}, {"L", args.prompt_len},
+        {"D", args.decode_len}, {"N", args.n_sessions},          {"B", B},
+        {"reps", args.reps},    {"sequential", args.sequential}, {"points", results}};
     std::printf("%s\n", out.dump().c_str());
   }
   for (const nlohmann::json& row : results) {
@@ -239,6 +260,9 @@ void add_bench_phi_command(CLI::App& bench, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--reps", args->reps, "Repetitions per point")->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON object");
+  cmd->add_flag("--sequential", args->sequential,
+                "Run the sessions one after another instead of all at once");
+  args->generator.add_scheduler_options(*cmd);
   cmd->callback([&exit_code, args] { exit_code = run_phi(*args); });
 }
 
