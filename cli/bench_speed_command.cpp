@@ -111,6 +111,7 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
   speed->add_flag("--json", args->json, "Print one JSON object");
   speed->callback([&exit_code, args] { exit_code = run_speed(*args); });
   add_bench_phi_command(*bench, exit_code);
+  add_bench_workload_command(*bench, exit_code);
 }
 
 }  // namespace trellis::cli

@@ -14,5 +14,7 @@ void add_logits_command(CLI::App& app, int& exit_code);
 void add_bench_commands(CLI::App& app, int& exit_code);
 // `trellis bench phi`, registered under the `bench` subcommand.
 void add_bench_phi_command(CLI::App& bench, int& exit_code);
+// `trellis bench workload NAME`.
+void add_bench_workload_command(CLI::App& bench, int& exit_code);
 
 }  // namespace trellis::cli

@@ -312,6 +312,32 @@ TEST_F(CliTest, ForkGivesSamplesThatShareThePrompt) {
   EXPECT_EQ(bad.exit_code, 1);
 }
 
+TEST_F(CliTest, BenchWorkloadAgentsLpmKeepsGroupsCached) {
+  // A pool too small for every group's prefix: FCFS over interleaved groups evicts each prefix
+  // before its group comes back; LPM serves a group while its prefix is cached.
+  CommandResult run = run_cli(
+      "bench workload agents --json -t 1 -B 16 --kv-tokens 300 --max-seqs 2 --groups 4 "
+      "--per-group 3 --prefix-len 96 --suffix-len 16 -D 2 -m " +
+      model_ + " 2>/dev/null");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  nlohmann::json j = nlohmann::json::parse(run.output);
+  ASSERT_EQ(j["runs"].size(), 3u);
+  EXPECT_TRUE(j["outputs_identical"].get<bool>());
+  EXPECT_EQ(j["runs"][0]["run"], "cache off");
+  EXPECT_EQ(j["runs"][0]["cached_tokens"], 0);
+  const double fcfs = j["runs"][1]["hit_rate"].get<double>();
+  const double lpm = j["runs"][2]["hit_rate"].get<double>();
+  EXPECT_GT(lpm, fcfs);
+  EXPECT_GT(lpm, 0.5);  // 8 of 12 requests find their group's 96 tokens cached
+  for (const nlohmann::json& r : j["runs"]) {
+    EXPECT_EQ(r["prompt_tokens"], 12 * 112);
+    EXPECT_GE(r["latency_ms_p99"].get<double>(), r["latency_ms_p50"].get<double>());
+  }
+  CommandResult unknown = run_cli("bench workload nonsense -m " + model_);
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.output.find("unknown workload"), std::string::npos);
+}
+
 TEST(CliBench, SpeedPrintsJson) {
   TRELLIS_REQUIRE_SHARED();
   nlohmann::json j = nlohmann::json::parse(
