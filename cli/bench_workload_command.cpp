@@ -39,6 +39,7 @@ struct RunFigures {
   int64_t generated = 0;
   std::vector<double> latencies_ms;
   std::vector<std::vector<TokenId>> outputs;
+  double scheduler_ms_per_step = 0;  // the scheduler's own planning cost
 
   double hit_rate() const {
     return prompt_tokens > 0 ? static_cast<double>(cached_tokens) / prompt_tokens : 0;
@@ -101,6 +102,8 @@ Result<RunFigures> run_workload(WorkloadArgs& args, const std::string& label, bo
     figures.outputs.push_back(out.tokens);
   }
   figures.wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  const EngineStats stats = engine->stats();
+  figures.scheduler_ms_per_step = stats.n_steps > 0 ? stats.scheduler_ms / stats.n_steps : 0;
   return figures;
 }
 
@@ -143,7 +146,8 @@ int run_workload_command(WorkloadArgs& args) {
          {"latency_ms_mean", stats(r.latencies_ms).mean},
          {"latency_ms_p50", percentile(r.latencies_ms, 0.5)},
          {"latency_ms_p99", percentile(r.latencies_ms, 0.99)},
-         {"wall_ms", r.wall_ms}});
+         {"wall_ms", r.wall_ms},
+         {"scheduler_ms_per_step", r.scheduler_ms_per_step}});
   }
   if (args.json) {
     nlohmann::json out = {{"bench", "workload"},
@@ -163,15 +167,15 @@ int run_workload_command(WorkloadArgs& args) {
         args.name.c_str(), args.n_groups, args.per_group, args.prefix_len, args.suffix_len,
         args.decode_len, args.generator.model.c_str());
     std::printf(
-        "| run | hit rate | cached / prompt tokens | gen tokens/s | latency mean | p50 | p99 |\n"
-        "|---|---|---|---|---|---|---|\n");
+        "| run | hit rate | cached / prompt tokens | gen tokens/s | latency mean | p50 | p99 | "
+        "scheduler ms/step |\n|---|---|---|---|---|---|---|---|\n");
     for (const nlohmann::json& row : rows) {
-      std::printf("| %s | %.3f | %lld / %lld | %.2f | %.0f ms | %.0f ms | %.0f ms |\n",
+      std::printf("| %s | %.3f | %lld / %lld | %.2f | %.0f ms | %.0f ms | %.0f ms | %.3f |\n",
                   row["run"].get<std::string>().c_str(), row["hit_rate"].get<double>(),
                   row["cached_tokens"].get<long long>(), row["prompt_tokens"].get<long long>(),
                   row["generation_tokens_per_s"].get<double>(),
                   row["latency_ms_mean"].get<double>(), row["latency_ms_p50"].get<double>(),
-                  row["latency_ms_p99"].get<double>());
+                  row["latency_ms_p99"].get<double>(), row["scheduler_ms_per_step"].get<double>());
     }
     std::printf("outputs: %s\n", identical ? "identical" : "DIFFERENT");
   }
