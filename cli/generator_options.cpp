@@ -40,6 +40,9 @@ void GeneratorOptions::add_scheduler_options(CLI::App& app) {
   app.add_option("--max-wait", max_wait,
                  "Under lpm, steps after which a waiting request goes before younger ones")
       ->capture_default_str();
+  app.add_option("--max-pinned", max_pinned,
+                 "Fraction of the KV pool that pinned prefixes may hold, in [0, 1]")
+      ->capture_default_str();
 }
 
 Result<EngineConfig> GeneratorOptions::engine_config() const {
@@ -56,6 +59,7 @@ Result<EngineConfig> GeneratorOptions::engine_config() const {
   config.scheduler.max_batch_tokens = std::max(batch_tokens, max_seqs);
   config.scheduler.max_seqs = max_seqs;
   config.scheduler.max_wait_steps = max_wait;
+  config.max_pinned_fraction = max_pinned;
   if (schedule == "lpm") {
     config.scheduler.policy = SchedulePolicy::LPM;
   } else if (schedule == "fcfs") {

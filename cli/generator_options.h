@@ -24,11 +24,12 @@ struct GeneratorOptions {
   int32_t max_seqs = 16;
   std::string schedule = "lpm";
   int64_t max_wait = 64;
+  double max_pinned = 0.5;
 
   // Registers -m, -t, --ctx, --block-size, --kv-type, --batch-tokens, --prefix-cache, --match,
   // --kv-mem and --kv-tokens on `app`.
   void add_to(CLI::App& app, bool model_required);
-  // Registers --max-seqs, --schedule and --max-wait (the concurrent engine's scheduler).
+  // Registers --max-seqs, --schedule, --max-wait and --max-pinned (the concurrent engine's).
   void add_scheduler_options(CLI::App& app);
   // The config, or an error for a bad value.
   Result<GeneratorConfig> config() const;

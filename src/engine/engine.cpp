@@ -114,6 +114,13 @@ Status Engine::init(const std::string& model_path, const EngineConfig& config) {
   workspace_ = std::make_unique<LlamaWorkspace>(hp, sc.max_batch_tokens);
   threads_ = std::make_unique<ThreadPool>(
       config.n_threads > 0 ? config.n_threads : ThreadPool::default_thread_count());
+  if (!(config.max_pinned_fraction >= 0 && config.max_pinned_fraction <= 1))
+    return Error{"max_pinned_fraction must be in [0, 1]"};
+  // Pins may never keep one full-context request from fitting (see size_kv_pool).
+  const int32_t one_request = (n_ctx_ + config.block_size - 1) / config.block_size + 1;
+  max_pinned_blocks_ =
+      std::max(0, std::min(static_cast<int32_t>(config.max_pinned_fraction * blocks_->n_total()),
+                           blocks_->n_total() - one_request));
   stats_.n_blocks_total = blocks_->n_total();
   stats_.n_blocks_free = blocks_->n_free();
   return {};
@@ -243,6 +250,63 @@ Status Engine::warm(const std::string& ns, std::vector<TokenId> prefix) {
   return {};
 }
 
+Result<uint64_t> Engine::pin(const std::string& ns, std::vector<TokenId> prefix,
+                             std::chrono::milliseconds ttl) {
+  if (!cache_->config().enabled) return Error{"cannot pin a prefix: the prefix cache is off"};
+  if (ttl.count() < 0) return Error{"a pin's time-to-live must not be negative"};
+  TRELLIS_TRY(warm(ns, prefix));
+  Result<uint64_t> result = Error{"the engine stopped"};
+  run_on_loop([&] {
+    PrefixCache::Pin pinned = cache_->pin(ns, prefix);
+    if (pinned.n_blocks == 0) {
+      result = Error{"cannot pin: no part of the prefix is cached"};
+      return;
+    }
+    if (n_pinned_blocks_ + pinned.n_blocks > max_pinned_blocks_) {
+      result = Error{"cannot pin " + std::to_string(pinned.n_blocks) +
+                     " more blocks: pinned "
+                     "prefixes may hold " +
+                     std::to_string(max_pinned_blocks_) + " blocks and " +
+                     std::to_string(n_pinned_blocks_) + " are taken"};
+      return;  // `pinned` unlocks here
+    }
+    n_pinned_blocks_ += pinned.n_blocks;
+    const Clock::time_point expiry =
+        ttl.count() > 0 ? Clock::now() + ttl : Clock::time_point::max();
+    pins_.push_back(PinEntry{next_pin_id_, std::move(pinned), expiry});
+    result = next_pin_id_++;
+  });
+  return result;
+}
+
+Status Engine::unpin(uint64_t pin_id) {
+  Status status = Error{"no pin " + std::to_string(pin_id) + " (unknown, unpinned or expired)"};
+  run_on_loop([&] {
+    auto it =
+        std::find_if(pins_.begin(), pins_.end(), [&](const PinEntry& e) { return e.id == pin_id; });
+    if (it == pins_.end()) return;
+    n_pinned_blocks_ -= it->pin.n_blocks;
+    pins_.erase(it);
+    status = {};
+  });
+  return status;
+}
+
+Engine::Clock::time_point Engine::expire_pins() {
+  const Clock::time_point now = Clock::now();
+  Clock::time_point next = Clock::time_point::max();
+  for (auto it = pins_.begin(); it != pins_.end();) {
+    if (it->expiry <= now) {
+      n_pinned_blocks_ -= it->pin.n_blocks;
+      it = pins_.erase(it);
+    } else {
+      next = std::min(next, it->expiry);
+      ++it;
+    }
+  }
+  return next;
+}
+
 EngineStats Engine::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return stats_;
@@ -277,11 +341,17 @@ void Engine::loop() {
   for (;;) {
     std::deque<std::shared_ptr<Request>> arrivals;
     std::deque<std::function<void()>> tasks;
+    const Clock::time_point next_expiry = expire_pins();
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] {
+      auto has_work = [&] {
         return stopping_ || !submitted_.empty() || !tasks_.empty() || !active_.empty();
-      });
+      };
+      if (next_expiry == Clock::time_point::max()) {
+        wake_.wait(lock, has_work);
+      } else {
+        wake_.wait_until(lock, next_expiry, has_work);
+      }
       if (stopping_) break;
       arrivals.swap(submitted_);
       tasks.swap(tasks_);
@@ -367,6 +437,7 @@ void Engine::refresh_stats(int64_t n_new_preemptions, double plan_ms) {
   stats_.n_blocks_evicted = blocks_->n_evicted();
   stats_.n_running = static_cast<int32_t>(scheduler_->running().size());
   stats_.n_waiting = static_cast<int32_t>(scheduler_->waiting().size());
+  stats_.n_blocks_pinned = n_pinned_blocks_;
   stats_.n_steps = scheduler_->n_steps();
   stats_.n_preemptions += n_new_preemptions;
   stats_.scheduler_ms += plan_ms;

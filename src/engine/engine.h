@@ -15,6 +15,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -49,6 +50,9 @@ struct EngineConfig {
   int64_t kv_tokens = 0;
   PrefixCacheConfig prefix_cache;
   SchedulerConfig scheduler;
+  // Pinned prefixes may hold at most this fraction of the pool's blocks (and never so many that
+  // one request of a full context could not fit).
+  double max_pinned_fraction = 0.5;
 };
 
 struct EngineRequest {
@@ -115,6 +119,7 @@ struct EngineStats {
   int64_t n_blocks_evicted = 0;
   int32_t n_running = 0;
   int32_t n_waiting = 0;
+  int32_t n_blocks_pinned = 0;
   int64_t n_steps = 0;
   int64_t n_preemptions = 0;
   double scheduler_ms = 0;  // time spent planning steps, in total
@@ -122,6 +127,8 @@ struct EngineStats {
 
 class Engine {
  public:
+  using Clock = std::chrono::steady_clock;
+
   static Result<std::unique_ptr<Engine>> create(const std::string& model_path,
                                                 const EngineConfig& config);
   // Cancels whatever still runs and joins the loop.
@@ -143,6 +150,13 @@ class Engine {
   std::vector<Result<RequestOutput>> generate_batch(std::vector<EngineRequest> requests);
   // Caches `prefix` in namespace `ns` (a request with max_tokens 0) and waits for it.
   Status warm(const std::string& ns, std::vector<TokenId> prefix);
+  // Warms `prefix` and pins it: eviction skips its blocks until unpin(id) or, when ttl > 0, until
+  // ttl has passed. Errors when the pinned blocks would exceed the budget (max_pinned_fraction)
+  // or the cache is off. Returns the pin's id.
+  Result<uint64_t> pin(const std::string& ns, std::vector<TokenId> prefix,
+                       std::chrono::milliseconds ttl = std::chrono::milliseconds(0));
+  // Errors for an unknown (or expired) pin.
+  Status unpin(uint64_t pin_id);
 
   // The figures as of the last step (or the last flush_cache / check_invariants call).
   EngineStats stats() const;
@@ -176,6 +190,14 @@ class Engine {
   void fork_branches(Request& parent, const float* logits);
   void sample_and_emit(Request& request, const float* logits);
   void finish(Request& request, const std::string& reason);
+  // Drops pins whose time is up; returns when the next one expires (max() when none will).
+  Clock::time_point expire_pins();
+
+  struct PinEntry {
+    uint64_t id = 0;
+    PrefixCache::Pin pin;
+    Clock::time_point expiry;  // Clock::time_point::max(): until unpinned
+  };
 
   std::unique_ptr<GgufFile> file_;
   std::unique_ptr<LlamaModel> model_;
@@ -191,6 +213,10 @@ class Engine {
 
   // Loop-thread state.
   std::vector<std::shared_ptr<Request>> active_;  // submitted, not finished
+  std::vector<PinEntry> pins_;
+  int32_t n_pinned_blocks_ = 0;
+  int32_t max_pinned_blocks_ = 0;
+  uint64_t next_pin_id_ = 1;
   ForwardBatch batch_;
   std::vector<float> logits_;  // [max_seqs rows][n_vocab], grown as needed
 

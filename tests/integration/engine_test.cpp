@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "model/model_presets.h"
@@ -207,6 +209,58 @@ TEST(EngineTest, WarmCachesAPrefixAndBatchesKeepTheirOrder) {
   }
   EXPECT_FALSE(outs[4].ok());
   expect_no_leak(*engine);
+}
+
+TEST(EngineTest, PinnedPrefixesSurviveEvictionUntilUnpinnedOrExpired) {
+  EngineConfig config = base_config();
+  config.n_ctx = 64;
+  config.kv_tokens = 160;  // 20 blocks; pins may hold min(10, 20 - 9) = 10
+  std::unique_ptr<Engine> engine = make_engine(config);
+  ASSERT_NE(engine, nullptr);
+  Tokens system(24);
+  for (size_t i = 0; i < system.size(); ++i) system[i] = static_cast<TokenId>(700 + i);
+  auto flood = [&](int round) {  // 70 blocks of other prompts through a 20-block pool
+    for (int i = 0; i < 10; ++i) {
+      Tokens p(50);
+      for (size_t k = 0; k < p.size(); ++k)
+        p[k] = static_cast<TokenId>(3 + (round * 977 + i * 53 + k) % 1900);
+      ASSERT_TRUE(engine->submit(greedy(p, 2))->wait().finish_reason == "length");
+    }
+  };
+  auto cached_after_flood = [&](int round) {
+    flood(round);
+    Tokens p = system;
+    p.push_back(5);
+    return engine->submit(greedy(p, 1))->wait().stats.n_cached_tokens;
+  };
+
+  Result<uint64_t> pin = engine->pin("", system);
+  ASSERT_TRUE(pin.ok()) << pin.error().message;
+  ASSERT_TRUE(engine->check_invariants().ok());
+  EXPECT_EQ(engine->stats().n_blocks_pinned, 3);
+  EXPECT_EQ(cached_after_flood(1), 24);
+  Result<uint64_t> too_much = engine->pin("", Tokens(64, 9));
+  ASSERT_FALSE(too_much.ok());
+  EXPECT_NE(too_much.error().message.find("cannot pin 8 more blocks"), std::string::npos)
+      << too_much.error().message;
+  ASSERT_TRUE(engine->unpin(*pin).ok());
+  EXPECT_FALSE(engine->unpin(*pin).ok());
+  EXPECT_EQ(cached_after_flood(2), 0);
+
+  Result<uint64_t> brief = engine->pin("", system, std::chrono::milliseconds(30));
+  ASSERT_TRUE(brief.ok());
+  EXPECT_EQ(cached_after_flood(3), 24);
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  ASSERT_TRUE(engine->check_invariants().ok());
+  EXPECT_EQ(engine->stats().n_blocks_pinned, 0);
+  EXPECT_FALSE(engine->unpin(*brief).ok()) << "expired";
+  expect_no_leak(*engine);
+
+  EngineConfig off = base_config();
+  off.prefix_cache.enabled = false;
+  std::unique_ptr<Engine> uncached = make_engine(off);
+  ASSERT_NE(uncached, nullptr);
+  EXPECT_FALSE(uncached->pin("", system).ok());
 }
 
 TEST(EngineTest, RequestsThatCanNeverRunFailAtOnce) {
