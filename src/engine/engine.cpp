@@ -25,6 +25,8 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 // Shared by the loop (writer) and the handle (reader); guarded by `mutex` except `cancel`.
 struct RequestChannel {
   uint64_t id = 0;
+  std::vector<TokenId> prompt;  // set before the handle exists, then read-only
+  std::string cache_namespace;
   std::mutex mutex;
   std::condition_variable changed;
   std::deque<std::string> pieces;  // text not yet taken by next_text (pull mode only)
@@ -164,6 +166,8 @@ Result<std::shared_ptr<Engine::Request>> Engine::make_request(
   r->sampler.emplace(std::move(sampler).value());
   r->stop.emplace(r->condition, *tokenizer_);
   r->channel = std::make_shared<RequestChannel>();
+  r->channel->prompt = params.prompt;
+  r->channel->cache_namespace = params.cache_namespace;
   r->cache_namespace = params.cache_namespace;
   r->tokens = params.prompt;
   r->n_prompt = static_cast<int32_t>(params.prompt.size());
@@ -212,6 +216,19 @@ Result<std::vector<RequestHandle>> Engine::fork(EngineRequest request, int32_t n
   }
   wake_.notify_all();
   return handles;
+}
+
+Result<std::vector<RequestHandle>> Engine::fork(const RequestHandle& parent, int32_t n,
+                                                EngineRequest params) {
+  if (!parent.finished())
+    return Error{"fork needs a finished request (a running one has no fixed history yet)"};
+  const RequestOutput& out = const_cast<RequestHandle&>(parent).wait();
+  if (out.finish_reason == "error") return Error{"cannot fork a request that failed"};
+  const RequestChannel& channel = *parent.channel_;
+  params.prompt = channel.prompt;
+  params.prompt.insert(params.prompt.end(), out.tokens.begin(), out.tokens.end());
+  params.cache_namespace = channel.cache_namespace;
+  return fork(std::move(params), n);
 }
 
 std::vector<Result<RequestOutput>> Engine::generate_batch(std::vector<EngineRequest> requests) {

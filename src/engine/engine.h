@@ -105,6 +105,7 @@ class RequestHandle {
   uint64_t id() const;
 
  private:
+  friend class Engine;
   std::shared_ptr<RequestChannel> channel_;
 };
 
@@ -145,6 +146,11 @@ class Engine {
   // n requests that share the prompt's KV blocks: the prompt is prefilled once, then each branch
   // samples on its own (branch i uses seed derive_seed(request.sampling.seed, i)).
   Result<std::vector<RequestHandle>> fork(EngineRequest request, int32_t n);
+  // n branches that continue a finished request's history (its prompt + output, still cached
+  // unless evicted, so only its last token is recomputed): tree-of-thought style branching.
+  // `params` gives the branches' sampling, max_tokens and stops; its prompt is replaced.
+  Result<std::vector<RequestHandle>> fork(const RequestHandle& parent, int32_t n,
+                                          EngineRequest params);
   // Runs all requests and waits for them; submits them in the order that visits their prompts'
   // radix tree depth-first (shared prefixes back to back), outputs in the given order.
   std::vector<Result<RequestOutput>> generate_batch(std::vector<EngineRequest> requests);

@@ -168,6 +168,41 @@ TEST(EngineTest, ForkSharesThePromptAndEachBranchMatchesAnIndependentRun) {
   expect_no_leak(*engine);
 }
 
+TEST(EngineTest, ForkingAFinishedRequestContinuesItsCachedHistory) {
+  std::unique_ptr<Engine> engine = make_engine(base_config());
+  ASSERT_NE(engine, nullptr);
+  EngineRequest first = greedy(Tokens(30, 321), 10);
+  Result<RequestHandle> parent = engine->submit(first);
+  ASSERT_TRUE(parent.ok());
+  const RequestOutput& parent_out = parent->wait();
+  EngineRequest params = greedy({}, 4);
+  Result<std::vector<RequestHandle>> branches = engine->fork(*parent, 2, params);
+  ASSERT_TRUE(branches.ok()) << branches.error().message;
+  // The branches continue prompt + output; greedy, so both equal a plain request for that.
+  Tokens history = first.prompt;
+  history.insert(history.end(), parent_out.tokens.begin(), parent_out.tokens.end());
+  const RequestOutput& a = (*branches)[0].wait();
+  const RequestOutput& b = (*branches)[1].wait();
+  EXPECT_EQ(a.stats.n_prompt_tokens, 40);
+  EXPECT_EQ(a.stats.n_cached_tokens, 39);  // all of the history but the token it recomputes
+  EXPECT_EQ(a.tokens, b.tokens);
+  EngineConfig off = base_config();
+  off.prefix_cache.enabled = false;
+  std::unique_ptr<Engine> plain = make_engine(off);
+  ASSERT_NE(plain, nullptr);
+  EXPECT_EQ(a.tokens, plain->submit(greedy(history, 4))->wait().tokens);
+  RequestHandle unfinished = *engine->submit(greedy(Tokens(10, 5), 100));
+  // Refused while it runs (it may have finished in between, which makes the fork valid).
+  Result<std::vector<RequestHandle>> early = engine->fork(unfinished, 2, params);
+  EXPECT_TRUE(!early.ok() || unfinished.finished());
+  if (early.ok()) {
+    for (RequestHandle& h : *early) h.wait();
+  }
+  unfinished.cancel();
+  unfinished.wait();
+  expect_no_leak(*engine);
+}
+
 TEST(EngineTest, CancellingReleasesTheBlocksAtOnce) {
   std::unique_ptr<Engine> engine = make_engine(base_config());
   ASSERT_NE(engine, nullptr);
