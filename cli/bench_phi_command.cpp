@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "base/progress_bar.h"
+#include "bench_report.h"
 #include "bench_support.h"
 #include "commands.h"
 #include "generator_options.h"
@@ -33,6 +35,7 @@ struct PhiArgs {
   int reps = 1;
   bool json = false;
   bool sequential = false;  // sessions one after another instead of all at once
+  std::string out;          // results folder; empty: bench-results/phi-<timestamp>
 };
 
 // One φ value of the sweep, quantized to whole blocks.
@@ -51,6 +54,7 @@ struct OpFigures {
   int64_t blocks_acquired = 0;
   double ttft_ms = 0;
   double generation_tokens_per_s = 0;
+  int64_t heap_allocations = 0;  // during the whole op: engine start, warm-up, sessions
   std::vector<std::vector<TokenId>> outputs;
 };
 
@@ -82,6 +86,7 @@ Result<std::vector<PhiPoint>> parse_phi_list(const std::string& list, int32_t L,
 }
 
 Result<OpFigures> run_op(PhiArgs& args, const PhiPoint& point, bool cache_on) {
+  const int64_t allocations_before = heap_allocations();
   std::unique_ptr<Engine> engine = args.generator.open_engine([&](EngineConfig& config) {
     config.prefix_cache.enabled = cache_on;
     if (config.n_ctx == 0) config.n_ctx = args.prompt_len + args.decode_len;
@@ -143,6 +148,8 @@ Result<OpFigures> run_op(PhiArgs& args, const PhiPoint& point, bool cache_on) {
     op.outputs.push_back(out.tokens);
   }
   op.generation_tokens_per_s = total_ms > 0 ? generated * 1000.0 / total_ms : 0;
+  engine.reset();
+  op.heap_allocations = heap_allocations() - allocations_before;
   return op;
 }
 
@@ -154,6 +161,7 @@ nlohmann::json figures_json(const std::vector<OpFigures>& reps) {
   }
   const OpFigures& first = reps.front();
   return {{"prefill_tokens", first.prefill_tokens},
+          {"heap_allocations", first.heap_allocations},
           {"cached_tokens", first.cached_tokens},
           {"kv_blocks_allocated", first.blocks_allocated},
           {"kv_blocks_acquired", first.blocks_acquired},
@@ -161,6 +169,46 @@ nlohmann::json figures_json(const std::vector<OpFigures>& reps) {
           {"ttft_ms_stddev", stats(ttft).stddev},
           {"generation_tokens_per_s", stats(tps).mean},
           {"generation_tokens_per_s_stddev", stats(tps).stddev}};
+}
+
+// results.json (everything) and results.csv (one row per point and cache mode) in the out folder.
+Status write_results(const std::string& requested_dir, const nlohmann::json& record) {
+  Result<std::string> dir = prepare_out_dir(requested_dir, "phi");
+  if (!dir.ok()) return dir.error();
+  const std::vector<std::string> header = {"phi",
+                                           "effective_phi",
+                                           "shared_tokens",
+                                           "cache",
+                                           "prefill_tokens",
+                                           "cached_tokens",
+                                           "kv_blocks_allocated",
+                                           "kv_blocks_acquired",
+                                           "heap_allocations",
+                                           "ttft_ms",
+                                           "ttft_ms_stddev",
+                                           "generation_tokens_per_s",
+                                           "generation_tokens_per_s_stddev",
+                                           "outputs_identical"};
+  std::vector<std::vector<std::string>> rows;
+  for (const nlohmann::json& p : record["points"]) {
+    for (const char* mode : {"cache_off", "cache_on"}) {
+      const nlohmann::json& f = p[mode];
+      std::vector<std::string> row = {p["phi"].get<std::string>(), p["effective_phi"].dump(),
+                                      p["shared_tokens"].dump(),
+                                      mode == std::string("cache_on") ? "on" : "off"};
+      for (const char* key : {"prefill_tokens", "cached_tokens", "kv_blocks_allocated",
+                              "kv_blocks_acquired", "heap_allocations", "ttft_ms", "ttft_ms_stddev",
+                              "generation_tokens_per_s", "generation_tokens_per_s_stddev"}) {
+        row.push_back(f[key].dump());
+      }
+      row.push_back(p["outputs_identical"].dump());
+      rows.push_back(std::move(row));
+    }
+  }
+  TRELLIS_TRY(write_file(*dir + "/results.json", record.dump(2) + "\n"));
+  TRELLIS_TRY(write_file(*dir + "/results.csv", to_csv(header, rows)));
+  std::fprintf(stderr, "results written to %s/ (results.json, results.csv)\n", dir->c_str());
+  return {};
 }
 
 int run_phi(PhiArgs& args) {
@@ -188,20 +236,25 @@ int run_phi(PhiArgs& args) {
         args.generator.model.c_str());
     std::printf(
         "| phi | shared tokens | cache | prefill tokens | cached tokens | blocks allocated | "
-        "blocks acquired | TTFT ms | gen tokens/s | outputs |\n"
-        "|---|---|---|---|---|---|---|---|---|---|\n");
+        "blocks acquired | allocations/op | TTFT ms | gen tokens/s | outputs |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|\n");
   }
   for (const PhiPoint& point : *points) {
     std::vector<OpFigures> off, on;
-    for (int rep = 0; rep < args.reps; ++rep) {
-      Result<OpFigures> a = run_op(args, point, false);
-      Result<OpFigures> b = a.ok() ? run_op(args, point, true) : a;
-      if (!a.ok() || !b.ok()) {
-        std::fprintf(stderr, "error: %s\n", (a.ok() ? b : a).error().message.c_str());
-        return 1;
+    {
+      ProgressBar progress("phi " + point.label, static_cast<uint64_t>(2 * args.reps));
+      for (int rep = 0; rep < args.reps; ++rep) {
+        Result<OpFigures> a = run_op(args, point, false);
+        progress.update(static_cast<uint64_t>(2 * rep + 1));
+        Result<OpFigures> b = a.ok() ? run_op(args, point, true) : a;
+        progress.update(static_cast<uint64_t>(2 * rep + 2));
+        if (!a.ok() || !b.ok()) {
+          std::fprintf(stderr, "error: %s\n", (a.ok() ? b : a).error().message.c_str());
+          return 1;
+        }
+        off.push_back(std::move(a).value());
+        on.push_back(std::move(b).value());
       }
-      off.push_back(std::move(a).value());
-      on.push_back(std::move(b).value());
     }
     bool identical = true;
     for (int rep = 0; rep < args.reps; ++rep) identical &= off[rep].outputs == on[rep].outputs;
@@ -217,24 +270,37 @@ int run_phi(PhiArgs& args) {
       for (const char* mode : {"cache_off", "cache_on"}) {
         const nlohmann::json& f = row[mode];
         std::printf(
-            "| %.3f | %d | %s | %lld | %lld | %lld | %lld | %.1f ± %.1f | %.2f ± %.2f | %s |\n",
+            "| %.3f | %d | %s | %lld | %lld | %lld | %lld | %lld | %.1f ± %.1f | %.2f ± %.2f | %s "
+            "|\n",
             point.effective_phi, point.prefix_tokens,
             mode == std::string("cache_on") ? "on" : "off", f["prefill_tokens"].get<long long>(),
             f["cached_tokens"].get<long long>(), f["kv_blocks_allocated"].get<long long>(),
-            f["kv_blocks_acquired"].get<long long>(), f["ttft_ms"].get<double>(),
-            f["ttft_ms_stddev"].get<double>(), f["generation_tokens_per_s"].get<double>(),
+            f["kv_blocks_acquired"].get<long long>(), f["heap_allocations"].get<long long>(),
+            f["ttft_ms"].get<double>(), f["ttft_ms_stddev"].get<double>(),
+            f["generation_tokens_per_s"].get<double>(),
             f["generation_tokens_per_s_stddev"].get<double>(),
             identical ? "identical" : "DIFFERENT");
       }
       std::fflush(stdout);
     }
   }
-  if (args.json) {
-    nlohmann::json out = {
-        {"bench", "phi"},       {"model", args.generator.model}, {"L", args.prompt_len},
-        {"D", args.decode_len}, {"N", args.n_sessions},          {"B", B},
-        {"reps", args.reps},    {"sequential", args.sequential}, {"points", results}};
-    std::printf("%s\n", out.dump().c_str());
+  nlohmann::json out = {{"bench", "phi"},
+                        {"L", args.prompt_len},
+                        {"D", args.decode_len},
+                        {"N", args.n_sessions},
+                        {"B", B},
+                        {"reps", args.reps},
+                        {"sequential", args.sequential},
+                        {"threads", args.generator.threads},
+                        {"machine", machine_json()},
+                        {"commit", source_commit()},
+                        {"points", results}};
+  Result<nlohmann::json> model = model_file_json(args.generator.model);
+  out["model"] = model.ok() ? *model : nlohmann::json{{"path", args.generator.model}};
+  if (args.json) std::printf("%s\n", out.dump().c_str());
+  if (Status written = write_results(args.out, out); !written.ok()) {
+    std::fprintf(stderr, "error: %s\n", written.error().message.c_str());
+    return 1;
   }
   for (const nlohmann::json& row : results) {
     if (!row["outputs_identical"].get<bool>()) {
@@ -260,6 +326,8 @@ void add_bench_phi_command(CLI::App& bench, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--reps", args->reps, "Repetitions per point")->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON object");
+  cmd->add_option("--out", args->out,
+                  "Folder for results.json and results.csv (default bench-results/phi-<time>)");
   cmd->add_flag("--sequential", args->sequential,
                 "Run the sessions one after another instead of all at once");
   args->generator.add_scheduler_options(*cmd);

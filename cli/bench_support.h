@@ -16,6 +16,9 @@ Stats stats(const std::vector<double>& values);
 
 uint64_t peak_rss_bytes();
 
+// Heap allocations (operator new) made by the process so far (see alloc_hook.cpp).
+int64_t heap_allocations();
+
 // n deterministic pseudo-random token ids in [3, n_vocab) (the first ids are often control
 // tokens); different seeds give different sequences.
 std::vector<TokenId> bench_tokens(int32_t n, int64_t n_vocab, uint32_t seed = 12345);

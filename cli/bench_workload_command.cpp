@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_report.h"
 #include "bench_support.h"
 #include "commands.h"
 #include "generator_options.h"
@@ -29,6 +30,7 @@ struct WorkloadArgs {
   int32_t suffix_len = 32;
   int32_t decode_len = 16;
   bool json = false;
+  std::string out;  // results folder; empty: bench-results/workload-<name>-<timestamp>
 };
 
 struct RunFigures {
@@ -107,6 +109,33 @@ Result<RunFigures> run_workload(WorkloadArgs& args, const std::string& label, bo
   return figures;
 }
 
+// results.json (everything) and results.csv (one row per run) in the out folder.
+Status write_results(const std::string& requested_dir, const std::string& name,
+                     const nlohmann::json& record) {
+  Result<std::string> dir = prepare_out_dir(requested_dir, name);
+  if (!dir.ok()) return dir.error();
+  const std::vector<std::string> header = {"run",
+                                           "prompt_tokens",
+                                           "cached_tokens",
+                                           "hit_rate",
+                                           "generation_tokens_per_s",
+                                           "latency_ms_mean",
+                                           "latency_ms_p50",
+                                           "latency_ms_p99",
+                                           "wall_ms",
+                                           "scheduler_ms_per_step"};
+  std::vector<std::vector<std::string>> rows;
+  for (const nlohmann::json& r : record["runs"]) {
+    std::vector<std::string> row = {r["run"].get<std::string>()};
+    for (size_t i = 1; i < header.size(); ++i) row.push_back(r[header[i]].dump());
+    rows.push_back(std::move(row));
+  }
+  TRELLIS_TRY(write_file(*dir + "/results.json", record.dump(2) + "\n"));
+  TRELLIS_TRY(write_file(*dir + "/results.csv", to_csv(header, rows)));
+  std::fprintf(stderr, "results written to %s/ (results.json, results.csv)\n", dir->c_str());
+  return {};
+}
+
 int run_workload_command(WorkloadArgs& args) {
   if (args.name != "agents") {
     std::fprintf(stderr, "error: unknown workload '%s' (available: agents)\n", args.name.c_str());
@@ -149,18 +178,20 @@ int run_workload_command(WorkloadArgs& args) {
          {"wall_ms", r.wall_ms},
          {"scheduler_ms_per_step", r.scheduler_ms_per_step}});
   }
+  nlohmann::json record = {{"bench", "workload"},           {"workload", args.name},
+                           {"groups", args.n_groups},       {"per_group", args.per_group},
+                           {"prefix_len", args.prefix_len}, {"suffix_len", args.suffix_len},
+                           {"D", args.decode_len},          {"machine", machine_json()},
+                           {"commit", source_commit()},     {"runs", rows},
+                           {"outputs_identical", identical}};
+  Result<nlohmann::json> model = model_file_json(args.generator.model);
+  record["model"] = model.ok() ? *model : nlohmann::json{{"path", args.generator.model}};
+  if (Status written = write_results(args.out, "workload-" + args.name, record); !written.ok()) {
+    std::fprintf(stderr, "error: %s\n", written.error().message.c_str());
+    return 1;
+  }
   if (args.json) {
-    nlohmann::json out = {{"bench", "workload"},
-                          {"workload", args.name},
-                          {"model", args.generator.model},
-                          {"groups", args.n_groups},
-                          {"per_group", args.per_group},
-                          {"prefix_len", args.prefix_len},
-                          {"suffix_len", args.suffix_len},
-                          {"D", args.decode_len},
-                          {"runs", rows},
-                          {"outputs_identical", identical}};
-    std::printf("%s\n", out.dump().c_str());
+    std::printf("%s\n", record.dump().c_str());
   } else {
     std::printf(
         "workload %s: %d groups x %d requests, prefix %d + suffix %d tokens, D=%d, model %s\n",
@@ -203,6 +234,8 @@ void add_bench_workload_command(CLI::App& bench, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("-D", args->decode_len, "Tokens generated per request")->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON object");
+  cmd->add_option("--out", args->out,
+                  "Folder for results.json and results.csv (default bench-results/workload-...)");
   cmd->callback([&exit_code, args] { exit_code = run_workload_command(*args); });
 }
 

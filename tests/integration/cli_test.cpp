@@ -18,8 +18,10 @@ struct CommandResult {
   std::string output;  // stdout and stderr together
 };
 
-CommandResult run_cli(const std::string& args) {
-  std::string command = std::string(TRELLIS_CLI_PATH) + " " + args + " 2>&1";
+// stdout and stderr together, or stdout alone (stderr dropped).
+CommandResult run_cli(const std::string& args, bool with_stderr = true) {
+  std::string command =
+      std::string(TRELLIS_CLI_PATH) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return {-1, "popen failed"};
   std::string output;
@@ -31,7 +33,7 @@ CommandResult run_cli(const std::string& args) {
 }
 
 std::string stdout_only(const std::string& args) {
-  return run_cli(args + " 2>/dev/null").output;
+  return run_cli(args, false).output;
 }
 
 class CliTest : public ::testing::Test {
@@ -251,8 +253,10 @@ TEST(CliLogits, TopLogitsOfEveryPosition) {
 }
 
 TEST_F(CliTest, BenchPhiReportsTheCacheGainWithIdenticalOutputs) {
-  CommandResult run = run_cli("bench phi --json -t 1 -L 40 -D 3 -N 2 -B 8 --phi 0,0.5,max -m " +
-                              model_ + " 2>/dev/null");
+  const std::string out_dir = testing::temp_dir() + "/phi-results";
+  CommandResult run = run_cli("bench phi --json -t 1 -L 40 -D 3 -N 2 -B 8 --phi 0,0.5,max --out " +
+                                  out_dir + " -m " + model_,
+                              false);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   nlohmann::json j = nlohmann::json::parse(run.output);
   ASSERT_EQ(j["points"].size(), 3u);
@@ -267,6 +271,17 @@ TEST_F(CliTest, BenchPhiReportsTheCacheGainWithIdenticalOutputs) {
     EXPECT_EQ(p["cache_on"]["kv_blocks_acquired"], 2 * shared[i] / 8);
     EXPECT_GT(p["cache_on"]["ttft_ms"].get<double>(), 0);
   }
+  // The record: machine, model file with its SHA-256, and a CSV row per point and cache mode.
+  EXPECT_EQ(j["model"]["sha256"].get<std::string>().size(), 64u);
+  EXPECT_GT(j["machine"]["logical_cores"].get<int>(), 0);
+  EXPECT_GT(j["points"][0]["cache_off"]["heap_allocations"].get<int64_t>(), 0);
+  std::ifstream json_file(out_dir + "/results.json");
+  EXPECT_EQ(nlohmann::json::parse(json_file), j);
+  std::ifstream csv(out_dir + "/results.csv");
+  std::string line;
+  int n_lines = 0;
+  while (std::getline(csv, line)) ++n_lines;
+  EXPECT_EQ(n_lines, 1 + 3 * 2);
   CommandResult bad = run_cli("bench phi --phi 0.5,2 -m " + model_);
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.output.find("'2' is not a number in [0, 1]"), std::string::npos) << bad.output;
@@ -317,8 +332,9 @@ TEST_F(CliTest, BenchWorkloadAgentsLpmKeepsGroupsCached) {
   // before its group comes back; LPM serves a group while its prefix is cached.
   CommandResult run = run_cli(
       "bench workload agents --json -t 1 -B 16 --kv-tokens 300 --max-seqs 2 --groups 4 "
-      "--per-group 3 --prefix-len 96 --suffix-len 16 -D 2 -m " +
-      model_ + " 2>/dev/null");
+      "--per-group 3 --prefix-len 96 --suffix-len 16 -D 2 --out " +
+          testing::temp_dir() + "/workload-results -m " + model_,
+      false);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   nlohmann::json j = nlohmann::json::parse(run.output);
   ASSERT_EQ(j["runs"].size(), 3u);
@@ -333,6 +349,10 @@ TEST_F(CliTest, BenchWorkloadAgentsLpmKeepsGroupsCached) {
     EXPECT_EQ(r["prompt_tokens"], 12 * 112);
     EXPECT_GE(r["latency_ms_p99"].get<double>(), r["latency_ms_p50"].get<double>());
   }
+  std::ifstream csv(testing::temp_dir() + "/workload-results/results.csv");
+  std::string header;
+  std::getline(csv, header);
+  EXPECT_EQ(header.rfind("run,prompt_tokens,cached_tokens,hit_rate", 0), 0u) << header;
   CommandResult unknown = run_cli("bench workload nonsense -m " + model_);
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_NE(unknown.output.find("unknown workload"), std::string::npos);

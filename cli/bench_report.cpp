@@ -1,0 +1,97 @@
+#include "bench_report.h"
+
+#include <sys/utsname.h>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "base/sha256.h"
+
+namespace trellis::cli {
+
+namespace fs = std::filesystem;
+
+nlohmann::json machine_json() {
+  std::string cpu = "unknown";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) cpu = line.substr(line.find_first_not_of(" \t", colon + 1));
+      break;
+    }
+  }
+  struct utsname names {};
+  const bool have_names = uname(&names) == 0;
+  return {{"cpu", cpu},
+          {"logical_cores", std::thread::hardware_concurrency()},
+          {"os", have_names ? std::string(names.sysname) + " " + names.release : "unknown"},
+          {"arch", have_names ? names.machine : "unknown"}};
+}
+
+Result<nlohmann::json> model_file_json(const std::string& path) {
+  std::error_code ec;
+  const uintmax_t bytes = fs::file_size(path, ec);
+  if (ec) return Error{path + ": " + ec.message()};
+  Result<std::string> digest = sha256_file(path);
+  if (!digest.ok()) return digest.error();
+  return nlohmann::json{{"path", path}, {"bytes", bytes}, {"sha256", *digest}};
+}
+
+std::string source_commit() {
+#ifdef TRELLIS_GIT_COMMIT
+  return TRELLIS_GIT_COMMIT;
+#else
+  return "unknown";
+#endif
+}
+
+Result<std::string> prepare_out_dir(const std::string& requested, const std::string& bench) {
+  std::string dir = requested;
+  if (dir.empty()) {
+    const std::time_t now = std::time(nullptr);
+    std::tm local{};
+    localtime_r(&now, &local);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
+    dir = "bench-results/" + bench + "-" + stamp;
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Error{dir + ": cannot create the folder: " + ec.message()};
+  return dir;
+}
+
+std::string to_csv(const std::vector<std::string>& header,
+                   const std::vector<std::vector<std::string>>& rows) {
+  auto field = [](const std::string& value) {
+    if (value.find_first_of(",\"\n") == std::string::npos) return value;
+    std::string quoted = "\"";
+    for (char c : value) {
+      if (c == '"') quoted += '"';
+      quoted += c;
+    }
+    return quoted + "\"";
+  };
+  auto line = [&](const std::vector<std::string>& values) {
+    std::string out;
+    for (size_t i = 0; i < values.size(); ++i) out += (i ? "," : "") + field(values[i]);
+    return out + "\n";
+  };
+  std::string csv = line(header);
+  for (const auto& row : rows) csv += line(row);
+  return csv;
+}
+
+Status write_file(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary);
+  out << content;
+  out.close();
+  if (!out) return Error{path + ": cannot write"};
+  return {};
+}
+
+}  // namespace trellis::cli
