@@ -34,8 +34,9 @@ struct PhiArgs {
   std::string phi_list = "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,max";
   int reps = 1;
   bool json = false;
-  bool sequential = false;  // sessions one after another instead of all at once
-  std::string out;          // results folder; empty: bench-results/phi-<timestamp>
+  bool sequential = false;    // sessions one after another instead of all at once
+  std::string out;            // results folder; empty: bench-results/<bench>-<timestamp>
+  std::string bench = "phi";  // "ttft": one probe session per op, a TTFT-centred table
 };
 
 // One φ value of the sweep, quantized to whole blocks.
@@ -173,7 +174,7 @@ nlohmann::json figures_json(const std::vector<OpFigures>& reps) {
 
 // results.json (everything) and results.csv (one row per point and cache mode) in the out folder.
 Status write_results(const std::string& requested_dir, const nlohmann::json& record) {
-  Result<std::string> dir = prepare_out_dir(requested_dir, "phi");
+  Result<std::string> dir = prepare_out_dir(requested_dir, record["bench"].get<std::string>());
   if (!dir.ok()) return dir.error();
   const std::vector<std::string> header = {"phi",
                                            "effective_phi",
@@ -228,7 +229,17 @@ int run_phi(PhiArgs& args) {
   if (!run_op(args, points->front(), false).ok()) return 1;
 
   nlohmann::json results = nlohmann::json::array();
-  if (!args.json) {
+  const bool ttft = args.bench == "ttft";
+  // The probe diverges in its last block at best, so this is the highest reachable hit rate.
+  const int32_t n_blocks = (args.prompt_len + B - 1) / B;
+  const double max_hit_rate = static_cast<double>(n_blocks - 1) / n_blocks;
+  if (!args.json && ttft) {
+    std::printf("L=%d B=%d reps=%d model %s; highest reachable hit rate (L/B-1)/(L/B) = %.4f\n",
+                args.prompt_len, B, args.reps, args.generator.model.c_str(), max_hit_rate);
+    std::printf(
+        "| phi | hit rate | TTFT off ms | TTFT on ms | speedup | ideal on ms (off x (1-phi)) "
+        "|\n|---|---|---|---|---|---|\n");
+  } else if (!args.json) {
     std::printf(
         "L=%d D=%d N=%d B=%d reps=%d model %s (gen tokens/s: generated tokens / session time, "
         "prefill included, all sessions together)\n",
@@ -266,7 +277,18 @@ int run_phi(PhiArgs& args) {
                           {"cache_on", figures_json(on)},
                           {"outputs_identical", identical}};
     results.push_back(row);
-    if (!args.json) {
+    if (!args.json && ttft) {
+      const double off_ms = row["cache_off"]["ttft_ms"].get<double>();
+      const double on_ms = row["cache_on"]["ttft_ms"].get<double>();
+      const double hit = static_cast<double>(row["cache_on"]["cached_tokens"].get<int64_t>()) /
+                         (static_cast<double>(args.prompt_len) * args.n_sessions);
+      std::printf("| %.3f | %.3f | %.1f ± %.1f | %.1f ± %.1f | %.2fx | %.1f |\n",
+                  point.effective_phi, hit, off_ms,
+                  row["cache_off"]["ttft_ms_stddev"].get<double>(), on_ms,
+                  row["cache_on"]["ttft_ms_stddev"].get<double>(), on_ms > 0 ? off_ms / on_ms : 0.0,
+                  off_ms * (1 - point.effective_phi));
+      std::fflush(stdout);
+    } else if (!args.json) {
       for (const char* mode : {"cache_off", "cache_on"}) {
         const nlohmann::json& f = row[mode];
         std::printf(
@@ -284,7 +306,8 @@ int run_phi(PhiArgs& args) {
       std::fflush(stdout);
     }
   }
-  nlohmann::json out = {{"bench", "phi"},
+  nlohmann::json out = {{"bench", args.bench},
+                        {"max_hit_rate", max_hit_rate},
                         {"L", args.prompt_len},
                         {"D", args.decode_len},
                         {"N", args.n_sessions},
@@ -312,26 +335,42 @@ int run_phi(PhiArgs& args) {
   return 0;
 }
 
+// The options both commands share.
+void add_phi_options(CLI::App& cmd, const std::shared_ptr<PhiArgs>& args) {
+  args->generator.add_to(cmd, /*model_required=*/false);
+  args->generator.add_scheduler_options(cmd);
+  cmd.add_option("-L", args->prompt_len, "Prompt length in tokens")->capture_default_str();
+  cmd.add_option("--phi", args->phi_list, "Shared fractions: numbers in [0, 1] and/or max")
+      ->capture_default_str();
+  cmd.add_option("--reps", args->reps, "Repetitions per point")->capture_default_str();
+  cmd.add_flag("--json", args->json, "Print one JSON object");
+  cmd.add_option("--out", args->out,
+                 "Folder for results.json and results.csv (default bench-results/<bench>-<time>)");
+}
+
 }  // namespace
 
 void add_bench_phi_command(CLI::App& bench, int& exit_code) {
   CLI::App* cmd = bench.add_subcommand(
       "phi", "Prefix cache gain vs the shared-prefix fraction (cache off and on, one run)");
   auto args = std::make_shared<PhiArgs>();
-  args->generator.add_to(*cmd, /*model_required=*/false);
-  cmd->add_option("-L", args->prompt_len, "Prompt length in tokens")->capture_default_str();
+  add_phi_options(*cmd, args);
   cmd->add_option("-D", args->decode_len, "Tokens generated per session")->capture_default_str();
   cmd->add_option("-N", args->n_sessions, "Sessions per op")->capture_default_str();
-  cmd->add_option("--phi", args->phi_list, "Shared fractions: numbers in [0, 1] and/or max")
-      ->capture_default_str();
-  cmd->add_option("--reps", args->reps, "Repetitions per point")->capture_default_str();
-  cmd->add_flag("--json", args->json, "Print one JSON object");
-  cmd->add_option("--out", args->out,
-                  "Folder for results.json and results.csv (default bench-results/phi-<time>)");
   cmd->add_flag("--sequential", args->sequential,
                 "Run the sessions one after another instead of all at once");
-  args->generator.add_scheduler_options(*cmd);
   cmd->callback([&exit_code, args] { exit_code = run_phi(*args); });
+
+  CLI::App* ttft = bench.add_subcommand(
+      "ttft", "Time to first token of one request sharing phi of a cached prompt (off vs on)");
+  auto ttft_args = std::make_shared<PhiArgs>();
+  ttft_args->bench = "ttft";
+  ttft_args->n_sessions = 1;
+  ttft_args->decode_len = 1;
+  ttft_args->reps = 5;
+  ttft_args->phi_list = "0,0.25,0.5,0.75,max";
+  add_phi_options(*ttft, ttft_args);
+  ttft->callback([&exit_code, ttft_args] { exit_code = run_phi(*ttft_args); });
 }
 
 }  // namespace trellis::cli

@@ -327,6 +327,21 @@ TEST_F(CliTest, ForkGivesSamplesThatShareThePrompt) {
   EXPECT_EQ(bad.exit_code, 1);
 }
 
+TEST_F(CliTest, BenchTtftProbesOneRequestAndReportsTheReachableHitRate) {
+  CommandResult run = run_cli("bench ttft --json -t 1 -L 32 -B 8 --reps 2 --phi 0,max --out " +
+                                  testing::temp_dir() + "/ttft-results -m " + model_,
+                              false);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  nlohmann::json j = nlohmann::json::parse(run.output);
+  EXPECT_EQ(j["bench"], "ttft");
+  EXPECT_EQ(j["N"], 1);
+  EXPECT_DOUBLE_EQ(j["max_hit_rate"].get<double>(), 0.75);  // (32/8 - 1) / (32/8)
+  ASSERT_EQ(j["points"].size(), 2u);
+  EXPECT_EQ(j["points"][1]["cache_on"]["cached_tokens"], 24);
+  EXPECT_EQ(j["points"][1]["cache_on"]["prefill_tokens"], 8);
+  EXPECT_GE(j["points"][1]["cache_on"]["ttft_ms_stddev"].get<double>(), 0);
+}
+
 TEST_F(CliTest, BenchWorkloadAgentsLpmKeepsGroupsCached) {
   // A pool too small for every group's prefix: FCFS over interleaved groups evicts each prefix
   // before its group comes back; LPM serves a group while its prefix is cached.
