@@ -15,12 +15,13 @@ struct Error {
   std::string message;
 };
 
-// Either a value of T or an Error. Check ok() before value().
-template <typename T>
+// Either a value of T or an error of type E (an Error, or a richer error type such as the
+// server's ApiError). Check ok() before value().
+template <typename T, typename E = Error>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::move(value)) {}      // NOLINT: implicit by design
-  Result(Error error) : state_(std::move(error)) {}  // NOLINT: implicit by design
+  Result(T value) : state_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(E error) : state_(std::move(error)) {}  // NOLINT: implicit by design
 
   bool ok() const { return state_.index() == 0; }
   explicit operator bool() const { return ok(); }
@@ -42,13 +43,13 @@ class [[nodiscard]] Result {
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
 
-  const Error& error() const {
+  const E& error() const {
     assert(!ok());
     return std::get<1>(state_);
   }
 
  private:
-  std::variant<T, Error> state_;
+  std::variant<T, E> state_;
 };
 
 // Success or an Error, for operations without a value.

@@ -11,6 +11,8 @@
 #include <utility>
 #include <variant>
 
+#include "base/result.h"
+
 namespace trellis {
 
 // The `type` strings of OpenAI-compatible servers; each has its usual HTTP status (see the
@@ -52,41 +54,9 @@ ApiError server_error(std::string message, int http_status = 500);
 // sends it.
 nlohmann::json error_json(const ApiError& error);
 
-// Either a value of T or an ApiError. Check ok() before value(). Works with TRELLIS_TRY inside
-// functions that return an ApiResult of any type.
+// Either a value of T or an ApiError. Works with TRELLIS_TRY inside functions that return an
+// ApiResult of any type.
 template <typename T>
-class [[nodiscard]] ApiResult {
- public:
-  ApiResult(T value) : state_(std::move(value)) {}         // NOLINT: implicit by design
-  ApiResult(ApiError error) : state_(std::move(error)) {}  // NOLINT: implicit by design
-
-  bool ok() const { return state_.index() == 0; }
-  explicit operator bool() const { return ok(); }
-
-  T& value() & {
-    assert(ok());
-    return std::get<0>(state_);
-  }
-  const T& value() const& {
-    assert(ok());
-    return std::get<0>(state_);
-  }
-  T&& value() && {
-    assert(ok());
-    return std::get<0>(std::move(state_));
-  }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-  T& operator*() & { return value(); }
-  const T& operator*() const& { return value(); }
-
-  const ApiError& error() const {
-    assert(!ok());
-    return std::get<1>(state_);
-  }
-
- private:
-  std::variant<T, ApiError> state_;
-};
+using ApiResult = Result<T, ApiError>;
 
 }  // namespace trellis
