@@ -102,16 +102,14 @@ Status Engine::init(const std::string& model_path, const EngineConfig& config) {
   tokenizer_ = std::move(loaded->tokenizer);
   const LlamaHParams& hp = model_->hparams();
   n_vocab_ = static_cast<int32_t>(hp.n_vocab);
-  const int32_t n_ctx = config.n_ctx > 0 ? config.n_ctx : static_cast<int32_t>(hp.n_ctx_train);
-  const KvLayout layout = model_->kv_layout(config.block_size, config.kv_type);
-  Result<KvPoolSize> size = size_kv_pool(layout, n_ctx, config.kv_bytes, config.kv_tokens);
-  if (!size.ok()) return size.error();
-  n_ctx_ = size->n_ctx;
-  Result<KvStorage> kv = KvStorage::create(layout, size->n_blocks);
-  if (!kv.ok()) return kv.error();
-  kv_ = std::make_unique<KvStorage>(std::move(kv).value());
-  blocks_ = std::make_unique<BlockPool>(size->n_blocks);
-  cache_ = std::make_unique<PrefixCache>(*blocks_, *kv_, config.prefix_cache);
+  Result<KvRuntime> runtime =
+      create_kv_runtime(*model_, config.block_size, config.kv_type, config.n_ctx, config.kv_bytes,
+                        config.kv_tokens, config.prefix_cache);
+  if (!runtime.ok()) return runtime.error();
+  n_ctx_ = runtime->n_ctx;
+  kv_ = std::move(runtime->kv);
+  blocks_ = std::move(runtime->blocks);
+  cache_ = std::move(runtime->cache);
   scheduler_ = std::make_unique<Scheduler>(*cache_, sc);
   workspace_ = std::make_unique<LlamaWorkspace>(hp, sc.max_batch_tokens);
   threads_ = std::make_unique<ThreadPool>(

@@ -48,15 +48,14 @@ Result<std::unique_ptr<Generator>> Generator::create(const std::string& model_pa
 }
 
 Status Generator::init_kv(const GeneratorConfig& config) {
-  const KvLayout layout = model_->kv_layout(config.block_size, config.kv_type);
-  Result<KvPoolSize> size = size_kv_pool(layout, n_ctx_, config.kv_bytes, config.kv_tokens);
-  if (!size.ok()) return size.error();
-  n_ctx_ = size->n_ctx;
-  Result<KvStorage> kv = KvStorage::create(layout, size->n_blocks);
-  if (!kv.ok()) return kv.error();
-  kv_ = std::make_unique<KvStorage>(std::move(kv).value());
-  blocks_ = std::make_unique<BlockPool>(size->n_blocks);
-  cache_ = std::make_unique<PrefixCache>(*blocks_, *kv_, config.prefix_cache);
+  Result<KvRuntime> runtime =
+      create_kv_runtime(*model_, config.block_size, config.kv_type, n_ctx_, config.kv_bytes,
+                        config.kv_tokens, config.prefix_cache);
+  if (!runtime.ok()) return runtime.error();
+  n_ctx_ = runtime->n_ctx;
+  kv_ = std::move(runtime->kv);
+  blocks_ = std::move(runtime->blocks);
+  cache_ = std::move(runtime->cache);
   return {};
 }
 

@@ -44,4 +44,21 @@ Result<KvPoolSize> size_kv_pool(const KvLayout& layout, int32_t n_ctx, int64_t k
   return KvPoolSize{*n_blocks, std::min(n_ctx, (*n_blocks - 1) * B)};
 }
 
+Result<KvRuntime> create_kv_runtime(const LlamaModel& model, int32_t block_size, KvType kv_type,
+                                    int32_t n_ctx, int64_t kv_bytes, int64_t kv_tokens,
+                                    const PrefixCacheConfig& prefix_cache) {
+  if (n_ctx <= 0) n_ctx = static_cast<int32_t>(model.hparams().n_ctx_train);
+  const KvLayout layout = model.kv_layout(block_size, kv_type);
+  Result<KvPoolSize> size = size_kv_pool(layout, n_ctx, kv_bytes, kv_tokens);
+  if (!size.ok()) return size.error();
+  Result<KvStorage> kv = KvStorage::create(layout, size->n_blocks);
+  if (!kv.ok()) return kv.error();
+  KvRuntime runtime;
+  runtime.n_ctx = size->n_ctx;
+  runtime.kv = std::make_unique<KvStorage>(std::move(kv).value());
+  runtime.blocks = std::make_unique<BlockPool>(size->n_blocks);
+  runtime.cache = std::make_unique<PrefixCache>(*runtime.blocks, *runtime.kv, prefix_cache);
+  return runtime;
+}
+
 }  // namespace trellis

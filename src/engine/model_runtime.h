@@ -8,8 +8,10 @@
 
 #include "base/result.h"
 #include "gguf/gguf_file.h"
+#include "kv/block_pool.h"
 #include "kv/kv_storage.h"
 #include "model/llama_model.h"
+#include "prefix/prefix_cache.h"
 #include "tokenizer/tokenizer.h"
 
 namespace trellis {
@@ -34,5 +36,18 @@ struct KvPoolSize {
 // of n blocks allows a context of at most (n - 1) * block_size tokens.
 Result<KvPoolSize> size_kv_pool(const KvLayout& layout, int32_t n_ctx, int64_t kv_bytes,
                                 int64_t kv_tokens);
+
+// The KV memory, its block pool and the prefix cache over them.
+struct KvRuntime {
+  std::unique_ptr<KvStorage> kv;
+  std::unique_ptr<BlockPool> blocks;
+  std::unique_ptr<PrefixCache> cache;  // declared last: destroyed before what it points to
+  int32_t n_ctx = 0;                   // the context after sizing the pool (see size_kv_pool)
+};
+
+// Sizes and allocates the KV runtime for `model`; n_ctx 0 means the model's training context.
+Result<KvRuntime> create_kv_runtime(const LlamaModel& model, int32_t block_size, KvType kv_type,
+                                    int32_t n_ctx, int64_t kv_bytes, int64_t kv_tokens,
+                                    const PrefixCacheConfig& prefix_cache);
 
 }  // namespace trellis
