@@ -1,37 +1,17 @@
 // `trellis demo`: the README's first command. Creates the built-in default model when it is
 // missing (or uses -m FILE), prints its summary, tokenizes a sample prompt and generates from it.
 #include <cstdio>
-#include <filesystem>
 #include <string>
 
 #include "commands.h"
 #include "generator_options.h"
-#include "model/model_presets.h"
-#include "model/synth_model.h"
 #include "model_summary.h"
 
 namespace trellis::cli {
 namespace {
 
-namespace fs = std::filesystem;
-
-constexpr const char* kDefaultPreset = "tinyllama-1.1b";
 constexpr const char* kSamplePrompt =
     "Once upon a time, a little cache shared its prefix with everyone.";
-
-Status ensure_default_model(const std::string& path) {
-  if (fs::exists(path)) return {};
-  std::error_code ec;
-  fs::create_directories(fs::path(path).parent_path(), ec);
-  if (ec) return Error{path + ": cannot create its directory: " + ec.message()};
-  std::fprintf(stderr, "creating the default model %s (once)\n", path.c_str());
-  const std::string partial = path + ".partial";
-  SynthOptions options{*find_model_preset(kDefaultPreset), DType::Q4_0, 0, "", partial, 0, true};
-  TRELLIS_TRY(synthesize_model(options));
-  fs::rename(partial, path, ec);  // the model appears only when complete
-  if (ec) return Error{path + ": cannot move the new model in place: " + ec.message()};
-  return {};
-}
 
 void print_tokens(const Tokenizer& tok, const std::vector<TokenId>& ids) {
   std::printf("== tokenizing a sample prompt\nprompt: %s\n%zu tokens:", kSamplePrompt, ids.size());

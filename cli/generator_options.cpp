@@ -5,6 +5,9 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "model/model_presets.h"
+#include "model/synth_model.h"
+
 namespace trellis::cli {
 
 namespace fs = std::filesystem;
@@ -144,6 +147,20 @@ std::unique_ptr<Generator> GeneratorOptions::open(FunctionRef<void(GeneratorConf
 void print_streamed(std::string_view text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
+}
+
+Status ensure_default_model(const std::string& path) {
+  if (fs::exists(path)) return {};
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  if (ec) return Error{path + ": cannot create its directory: " + ec.message()};
+  std::fprintf(stderr, "creating the default model %s (once)\n", path.c_str());
+  const std::string partial = path + ".partial";
+  SynthOptions options{*find_model_preset("tinyllama-1.1b"), DType::Q4_0, 0, "", partial, 0, true};
+  TRELLIS_TRY(synthesize_model(options));
+  fs::rename(partial, path, ec);  // the model appears only when complete
+  if (ec) return Error{path + ": cannot move the new model in place: " + ec.message()};
+  return {};
 }
 
 std::string default_model_path() {

@@ -49,5 +49,8 @@ void print_streamed(std::string_view text);
 
 // The default model's path (created by `trellis demo` when missing).
 std::string default_model_path();
+// Creates the default model (tinyllama-1.1b-shaped, q4_0, synthetic weights) at `path` when no file
+// is there yet.
+Status ensure_default_model(const std::string& path);
 
 }  // namespace trellis::cli

@@ -192,14 +192,18 @@ Result<RequestHandle> Engine::submit(EngineRequest request,
   return handle;
 }
 
-Result<std::vector<RequestHandle>> Engine::fork(EngineRequest request, int32_t n) {
+Result<std::vector<RequestHandle>> Engine::fork(
+    EngineRequest request, int32_t n,
+    std::function<void(int32_t branch, std::string_view text)> on_text) {
   if (n < 1) return Error{"fork needs at least one branch"};
   std::vector<std::shared_ptr<Request>> branches;
   const uint64_t seed = request.sampling.seed;
   for (int32_t i = 0; i < n; ++i) {
     EngineRequest branch = request;
     branch.sampling.seed = derive_seed(seed, static_cast<uint64_t>(i));
-    Result<std::shared_ptr<Request>> r = make_request(std::move(branch), {});
+    std::function<void(std::string_view)> branch_text;
+    if (on_text) branch_text = [on_text, i](std::string_view text) { on_text(i, text); };
+    Result<std::shared_ptr<Request>> r = make_request(std::move(branch), std::move(branch_text));
     if (!r.ok()) return r.error();
     branches.push_back(std::move(r).value());
   }

@@ -145,7 +145,10 @@ class Engine {
                                std::function<void(std::string_view)> on_text = {});
   // n requests that share the prompt's KV blocks: the prompt is prefilled once, then each branch
   // samples on its own (branch i uses seed derive_seed(request.sampling.seed, i)).
-  Result<std::vector<RequestHandle>> fork(EngineRequest request, int32_t n);
+  // on_text, when given, receives (branch index, text) on the engine's thread, as in submit.
+  Result<std::vector<RequestHandle>> fork(
+      EngineRequest request, int32_t n,
+      std::function<void(int32_t branch, std::string_view text)> on_text = {});
   // n branches that continue a finished request's history (its prompt + output, still cached
   // unless evicted, so only its last token is recomputed): tree-of-thought style branching.
   // `params` gives the branches' sampling, max_tokens and stops; its prompt is replaced.
@@ -173,6 +176,8 @@ class Engine {
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const LlamaModel& model() const { return *model_; }
+  // The model's GGUF file (metadata such as tokenizer.chat_template).
+  const GgufFile& file() const { return *file_; }
   int32_t n_ctx() const { return n_ctx_; }
   int n_threads() const { return threads_->size(); }
 

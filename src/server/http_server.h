@@ -1,0 +1,56 @@
+// The HTTP transport of the OpenAI-compatible API (cpp-httplib): routes, bearer-token checks,
+// body limits, JSON error bodies for every failure, Server-Sent Events for streams, and a
+// /health that says "loading" until the engine is handed over.
+//
+//   HttpServer server(config);
+//   server.bind();                 // port 0 picks a free one: server.port()
+//   std::thread t([&] { server.serve(); });
+//   server.set_engine(engine);     // /health turns ready, the API answers
+//   server.shutdown();             // refuses new requests, cancels running ones, stops serving
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "base/result.h"
+#include "engine/engine.h"
+#include "server/openai_service.h"
+#include "server/server_config.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace trellis {
+
+class HttpServer {
+ public:
+  explicit HttpServer(ServerConfig config);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds config.host:config.port. Errors with the address when it is taken or invalid.
+  Status bind();
+  int port() const { return port_; }
+  // Serves until shutdown(); call from its own thread after bind().
+  void serve();
+  // Starts answering the API with `engine` (which must outlive the server).
+  void set_engine(Engine& engine);
+  // New requests get 503, running ones are cancelled (streams end), then serve() returns.
+  void shutdown();
+  // The API layer, once set_engine ran (else null).
+  OpenAiService* service() { return service_.get(); }
+
+ private:
+  void add_routes();
+
+  ServerConfig config_;
+  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<OpenAiService> service_;
+  std::atomic<bool> ready_{false};
+  int port_ = 0;
+};
+
+}  // namespace trellis

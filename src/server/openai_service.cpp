@@ -1,0 +1,541 @@
+#include "server/openai_service.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <random>
+
+#include "sample/rng.h"
+#include "server/auth.h"
+#include "server/openai_response.h"
+
+namespace trellis {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// OpenAI's default max_tokens for /v1/completions.
+constexpr int32_t kDefaultCompletionTokens = 16;
+// How often a stream checks whether its requests ended (the engine signals text, not the end).
+constexpr auto kStreamPoll = std::chrono::milliseconds(20);
+// A stream with nothing to say for this long sends an SSE comment, so a client that left is
+// noticed (the write fails) even while its request is still queued.
+constexpr auto kKeepAlive = std::chrono::seconds(2);
+
+ApiResponse json_response(int status, const nlohmann::json& body) {
+  return ApiResponse{status, "application/json", dump_json(body), {}};
+}
+
+FinishReason finish_reason_of(const std::string& name) {
+  if (name == "stop") return FinishReason::STOP;
+  if (name == "length") return FinishReason::LENGTH;
+  return FinishReason::NONE;
+}
+
+int64_t unix_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+// One generation request, ready for the engine.
+struct OpenAiService::Generation {
+  uint64_t key = 0;  // index into active_
+  ResponseHeader header;
+  bool chat = false;
+  EngineRequest request;
+  int32_t n = 1;
+  bool stream = false;
+  bool include_usage = false;
+  std::optional<int32_t> top_logprobs;  // nullopt: no logprobs
+  Clock::time_point arrived = Clock::now();
+};
+
+// A slot among max_concurrent_requests, held for as long as the request is served.
+struct OpenAiService::InFlight {
+  explicit InFlight(std::atomic<int32_t>& counter) : counter(counter) {}
+  ~InFlight() { --counter; }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+  std::atomic<int32_t>& counter;
+};
+
+// Text pieces of a stream's choices as the engine's thread hands them over.
+class OpenAiService::Stream {
+ public:
+  void push(int32_t index, std::string_view text) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pieces_.emplace_back(index, std::string(text));
+    changed_.notify_all();
+  }
+  // Waits up to `timeout` for pieces and takes them all.
+  std::deque<std::pair<int32_t, std::string>> take(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait_for(lock, timeout, [&] { return !pieces_.empty(); });
+    std::deque<std::pair<int32_t, std::string>> out;
+    out.swap(pieces_);
+    return out;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::pair<int32_t, std::string>> pieces_;
+};
+
+OpenAiService::OpenAiService(Engine& engine, ServerConfig config)
+    : engine_(engine), config_(std::move(config)), created_(unix_seconds()) {
+  limits_.max_tokens_limit = std::max(1, engine_.n_ctx());
+  if (config_.chat_template) {
+    chat_template_ = config_.chat_template;
+  } else {
+    Result<ChatTemplateKind> detected = detect_chat_template(engine_.file());
+    if (detected.ok()) {
+      chat_template_ = *detected;
+    } else {
+      chat_template_error_ = detected.error().message;
+    }
+  }
+  std::random_device device;
+  seed_base_ = (static_cast<uint64_t>(device()) << 32) ^ device();
+}
+
+OpenAiService::~OpenAiService() {
+  begin_shutdown();
+}
+
+ApiResponse OpenAiService::error_response(const ApiError& error) {
+  return json_response(error.http_status, error_json(error));
+}
+
+std::string OpenAiService::next_id(const char* prefix) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%s-%016llx", prefix,
+                static_cast<unsigned long long>(derive_seed(seed_base_, ++counter_)));
+  return text;
+}
+
+uint64_t OpenAiService::next_seed() {
+  return derive_seed(seed_base_ ^ 0x5eed5eed5eed5eedULL, ++counter_);
+}
+
+Status OpenAiService::check_model(const std::string& model) const {
+  if (model.empty() || model == config_.model_id) return {};
+  return Error{"The model `" + model + "` does not exist (this server serves `" + config_.model_id +
+               "`)"};
+}
+
+ApiResult<int32_t> OpenAiService::max_tokens_for(int32_t n_prompt, std::optional<int32_t> requested,
+                                                 int32_t fallback) const {
+  const int32_t n_ctx = engine_.n_ctx();
+  if (n_prompt >= n_ctx) {
+    return invalid_request_error("This model's maximum context length is " + std::to_string(n_ctx) +
+                                     " tokens, but the prompt has " + std::to_string(n_prompt) +
+                                     " tokens (at most " + std::to_string(n_ctx - 1) +
+                                     ", to leave room for the reply)",
+                                 "prompt");
+  }
+  const int32_t room = n_ctx - n_prompt;
+  if (requested && *requested > room) {
+    return invalid_request_error("This model's maximum context length is " + std::to_string(n_ctx) +
+                                     " tokens; the prompt has " + std::to_string(n_prompt) +
+                                     " tokens and max_tokens asks for " +
+                                     std::to_string(*requested) + " more (at most " +
+                                     std::to_string(room) + ")",
+                                 "max_tokens");
+  }
+  return requested ? *requested : std::min(fallback, room);
+}
+
+ApiResult<OpenAiService::Generation> OpenAiService::prepare_completion(std::string_view body,
+                                                                       std::string_view api_key) {
+  ApiResult<CompletionRequest> parsed = parse_completion_request(body, limits_);
+  if (!parsed.ok()) return parsed.error();
+  CompletionRequest& req = *parsed;
+  if (Status model = check_model(req.model); !model.ok())
+    return not_found_error(model.error().message, "model_not_found");
+  if (req.stream && req.logprobs)
+    return invalid_request_error("logprobs are not supported with stream yet", "logprobs");
+  Generation g;
+  if (const auto* text = std::get_if<std::string>(&req.prompt)) {
+    g.request.prompt = engine_.tokenizer().encode(*text, /*add_special=*/true,
+                                                  /*parse_special=*/true);
+    if (g.request.prompt.empty())
+      return invalid_request_error("the prompt has no tokens", "prompt");
+  } else {
+    g.request.prompt = std::get<std::vector<TokenId>>(req.prompt);
+  }
+  ApiResult<int32_t> max_tokens = max_tokens_for(static_cast<int32_t>(g.request.prompt.size()),
+                                                 req.max_tokens, kDefaultCompletionTokens);
+  if (!max_tokens.ok()) return max_tokens.error();
+  ApiResult<SamplingParams> sampling = to_sampling_params(req.sampling, next_seed());
+  if (!sampling.ok()) return sampling.error();
+  g.header = {next_id("cmpl"), unix_seconds(), config_.model_id};
+  g.request.sampling = *sampling;
+  g.request.max_tokens = *max_tokens;
+  g.request.stop = req.stop;
+  g.request.ignore_eos = req.ignore_eos;
+  g.request.cache_namespace = cache_namespace_for(config_.cache_isolation, api_key, req.cache_salt);
+  g.request.return_logits = req.logprobs.has_value();
+  g.n = req.n;
+  g.stream = req.stream;
+  g.include_usage = req.include_usage;
+  g.top_logprobs = req.logprobs;
+  return g;
+}
+
+ApiResult<std::vector<TokenId>> OpenAiService::render_chat_prompt(
+    const ChatCompletionRequest& req) const {
+  if (!chat_template_) {
+    return invalid_request_error("this model has no chat template the server can use (" +
+                                     chat_template_error_ + "); start it with --chat-template NAME",
+                                 std::nullopt);
+  }
+  std::vector<ChatMessage> messages;
+  for (const ChatRequestMessage& m : req.messages) messages.push_back({m.role, m.content});
+  const Vocab& vocab = engine_.tokenizer().vocab();
+  ChatRenderOptions options;
+  if (vocab.bos_id != kNoToken)
+    options.bos_token = engine_.tokenizer().token_to_piece(vocab.bos_id, true);
+  if (vocab.eos_id != kNoToken)
+    options.eos_token = engine_.tokenizer().token_to_piece(vocab.eos_id, true);
+  Result<std::string> text = render_chat(*chat_template_, messages, options);
+  if (!text.ok()) return invalid_request_error(text.error().message, "messages");
+  // The formats that spell BOS in the text must not get a second one from the tokenizer.
+  const bool add_special = !text_has_bos(*chat_template_);
+  std::vector<TokenId> tokens =
+      engine_.tokenizer().encode(*text, add_special, /*parse_special=*/true);
+  if (tokens.empty()) return invalid_request_error("the messages render to no tokens", "messages");
+  return tokens;
+}
+
+ApiResult<OpenAiService::Generation> OpenAiService::prepare_chat(std::string_view body,
+                                                                 std::string_view api_key) {
+  ApiResult<ChatCompletionRequest> parsed = parse_chat_completion_request(body, limits_);
+  if (!parsed.ok()) return parsed.error();
+  ChatCompletionRequest& req = *parsed;
+  if (Status model = check_model(req.model); !model.ok())
+    return not_found_error(model.error().message, "model_not_found");
+  if (req.stream && req.logprobs)
+    return invalid_request_error("logprobs are not supported with stream yet", "logprobs");
+  ApiResult<std::vector<TokenId>> prompt = render_chat_prompt(req);
+  if (!prompt.ok()) return prompt.error();
+  Generation g;
+  g.request.prompt = std::move(prompt).value();
+  const auto n_prompt = static_cast<int32_t>(g.request.prompt.size());
+  ApiResult<int32_t> max_tokens = max_tokens_for(n_prompt, req.max_tokens, engine_.n_ctx());
+  if (!max_tokens.ok()) return max_tokens.error();
+  ApiResult<SamplingParams> sampling = to_sampling_params(req.sampling, next_seed());
+  if (!sampling.ok()) return sampling.error();
+  g.header = {next_id("chatcmpl"), unix_seconds(), config_.model_id};
+  g.chat = true;
+  g.request.sampling = *sampling;
+  g.request.max_tokens = *max_tokens;
+  g.request.stop = req.stop;
+  g.request.ignore_eos = req.ignore_eos;
+  g.request.cache_namespace = cache_namespace_for(config_.cache_isolation, api_key, req.cache_salt);
+  g.request.return_logits = req.logprobs;
+  g.n = req.n;
+  g.stream = req.stream;
+  g.include_usage = req.include_usage;
+  if (req.logprobs) g.top_logprobs = req.top_logprobs;
+  return g;
+}
+
+ApiResponse OpenAiService::completions(std::string_view body, std::string_view api_key) {
+  return generate(prepare_completion(body, api_key));
+}
+
+ApiResponse OpenAiService::chat_completions(std::string_view body, std::string_view api_key) {
+  return generate(prepare_chat(body, api_key));
+}
+
+ApiResponse OpenAiService::generate(ApiResult<Generation> generation) {
+  if (shutting_down_) return error_response(server_error("the server is shutting down", 503));
+  if (!generation.ok()) return error_response(generation.error());
+  // Take a slot first, then check: concurrent callers can never all pass the limit together.
+  auto slot = std::make_shared<InFlight>(in_flight_);
+  if (++in_flight_ > config_.max_concurrent_requests) {
+    return error_response(rate_limit_error(
+        "too many concurrent requests (the server serves at most " +
+        std::to_string(config_.max_concurrent_requests) + " at once); retry later"));
+  }
+  generation->key = ++counter_;
+  if (generation->stream)
+    return run_stream(std::make_shared<Generation>(std::move(generation).value()), slot);
+  return run_whole(*generation, slot);
+}
+
+ApiResult<std::vector<RequestHandle>> OpenAiService::start(
+    Generation& g, std::function<void(int32_t, std::string_view)> on_text) {
+  Result<std::vector<RequestHandle>> handles = Error{""};
+  if (g.n == 1) {
+    std::function<void(std::string_view)> text;
+    if (on_text) text = [on_text](std::string_view piece) { on_text(0, piece); };
+    Result<RequestHandle> handle = engine_.submit(g.request, std::move(text));
+    if (handle.ok()) {
+      handles = std::vector<RequestHandle>{*handle};
+    } else {
+      handles = handle.error();
+    }
+  } else {
+    handles = engine_.fork(g.request, g.n, std::move(on_text));
+  }
+  if (!handles.ok()) return invalid_request_error(handles.error().message, "prompt");
+  std::lock_guard<std::mutex> lock(active_mutex_);
+  if (shutting_down_) {  // shutdown began after the check in generate(): cancel at once
+    for (RequestHandle& h : *handles) h.cancel();
+  }
+  active_[g.key] = *handles;
+  return std::move(handles).value();
+}
+
+std::vector<LogprobEntry> OpenAiService::logprobs_of(const RequestOutput& output,
+                                                     int32_t n_top) const {
+  std::vector<LogprobEntry> entries;
+  const Tokenizer& tokenizer = engine_.tokenizer();
+  const size_t n = std::min(output.tokens.size(), output.logits.size());
+  for (size_t i = 0; i < n; ++i) {
+    const std::vector<float>& row = output.logits[i];
+    // log_softmax: x - log(sum(exp(x - max))) - max, in double for a stable sum.
+    const float max = *std::max_element(row.begin(), row.end());
+    double sum = 0;
+    for (float x : row) sum += std::exp(static_cast<double>(x) - max);
+    const double log_z = std::log(sum) + max;
+    auto logprob = [&](TokenId id) {
+      return static_cast<float>(row[static_cast<size_t>(id)] - log_z);
+    };
+    LogprobEntry entry;
+    entry.chosen = {tokenizer.token_to_piece(output.tokens[i], true), logprob(output.tokens[i])};
+    if (n_top > 0) {
+      std::vector<TokenId> ids(row.size());
+      std::iota(ids.begin(), ids.end(), 0);
+      const auto k = std::min(static_cast<size_t>(n_top), ids.size());
+      std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(),
+                        [&](TokenId a, TokenId b) {
+                          const float x = row[static_cast<size_t>(a)];
+                          const float y = row[static_cast<size_t>(b)];
+                          return x != y ? x > y : a < b;
+                        });
+      for (size_t j = 0; j < k; ++j)
+        entry.top.push_back({tokenizer.token_to_piece(ids[j], true), logprob(ids[j])});
+    }
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+ApiResponse OpenAiService::run_whole(Generation& g, std::shared_ptr<InFlight> slot) {
+  ApiResult<std::vector<RequestHandle>> handles = start(g, {});
+  if (!handles.ok()) return error_response(handles.error());
+  std::vector<RequestOutput> outputs;
+  for (RequestHandle& h : *handles) outputs.push_back(h.wait());
+  {
+    std::lock_guard<std::mutex> lock(active_mutex_);
+    active_.erase(g.key);
+  }
+  std::vector<ChoiceResult> choices;
+  TokenUsage usage;
+  usage.prompt_tokens = static_cast<int64_t>(g.request.prompt.size());
+  usage.cached_tokens = outputs.front().stats.n_cached_tokens;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const RequestOutput& out = outputs[i];
+    if (out.finish_reason == "error" || out.finish_reason == "cancelled") {
+      const int status = out.finish_reason == "cancelled" ? 503 : 500;
+      finish_request(g, outputs, status);
+      return error_response(server_error(out.finish_reason == "cancelled"
+                                             ? "the request was cancelled (server shutting down)"
+                                             : "generation failed: " + out.error,
+                                         status));
+    }
+    ChoiceResult choice;
+    choice.index = static_cast<int32_t>(i);
+    choice.text = out.text;
+    choice.finish_reason = finish_reason_of(out.finish_reason);
+    if (g.top_logprobs) choice.logprobs = logprobs_of(out, *g.top_logprobs);
+    usage.completion_tokens += out.stats.n_generated_tokens;
+    choices.push_back(std::move(choice));
+  }
+  finish_request(g, outputs, 200);
+  (void)slot;  // released when this returns
+  return json_response(200, g.chat ? chat_completion_response_json(g.header, choices, usage)
+                                   : completion_response_json(g.header, choices, usage));
+}
+
+ApiResponse OpenAiService::run_stream(std::shared_ptr<Generation> g,
+                                      std::shared_ptr<InFlight> slot) {
+  auto pieces = std::make_shared<Stream>();
+  ApiResult<std::vector<RequestHandle>> started =
+      start(*g, [pieces](int32_t index, std::string_view text) { pieces->push(index, text); });
+  if (!started.ok()) return error_response(started.error());
+  ApiResponse response;
+  response.content_type = "text/event-stream";
+  response.stream = [this, g, slot, pieces,
+                     handles = std::move(started).value()](const StreamWriter& write) mutable {
+    bool connected = true;
+    auto send = [&](const std::string& event) {
+      if (connected && !write(event)) connected = false;
+      return connected;
+    };
+    if (g->chat) {
+      for (int32_t i = 0; i < g->n; ++i) send(sse_data(chat_role_chunk_json(g->header, i)));
+    }
+    std::vector<int64_t> offsets(handles.size(), 0);
+    Clock::time_point last_write = Clock::now();
+    while (connected) {
+      for (auto& [index, text] : pieces->take(kStreamPoll)) {
+        ChoiceResult choice;
+        choice.index = index;
+        choice.text = std::move(text);
+        choice.text_offset = offsets[static_cast<size_t>(index)];
+        offsets[static_cast<size_t>(index)] += static_cast<int64_t>(choice.text.size());
+        send(sse_data(g->chat ? chat_chunk_json(g->header, choice)
+                              : completion_chunk_json(g->header, choice)));
+        last_write = Clock::now();
+      }
+      const bool all_finished = std::all_of(handles.begin(), handles.end(),
+                                            [](const RequestHandle& h) { return h.finished(); });
+      if (all_finished) {
+        auto rest = pieces->take(std::chrono::milliseconds(0));
+        if (rest.empty()) break;
+        for (auto& piece : rest) pieces->push(piece.first, piece.second);  // next round sends them
+        continue;
+      }
+      if (Clock::now() - last_write >= kKeepAlive) {
+        send(": keep-alive\n\n");
+        last_write = Clock::now();
+      }
+    }
+    if (!connected) {  // the client left: stop generating at once
+      for (RequestHandle& h : handles) h.cancel();
+    }
+    std::vector<RequestOutput> outputs;
+    for (RequestHandle& h : handles) outputs.push_back(h.wait());
+    {
+      std::lock_guard<std::mutex> lock(active_mutex_);
+      active_.erase(g->key);
+    }
+    TokenUsage usage;
+    usage.prompt_tokens = static_cast<int64_t>(g->request.prompt.size());
+    usage.cached_tokens = outputs.front().stats.n_cached_tokens;
+    for (size_t i = 0; i < outputs.size() && connected; ++i) {
+      const RequestOutput& out = outputs[i];
+      usage.completion_tokens += out.stats.n_generated_tokens;
+      if (out.finish_reason == "error" || out.finish_reason == "cancelled") {
+        send(sse_data(error_json(server_error(
+            out.finish_reason == "cancelled" ? "the request was cancelled (server shutting down)"
+                                             : "generation failed: " + out.error))));
+        continue;
+      }
+      ChoiceResult last;
+      last.index = static_cast<int32_t>(i);
+      last.finish_reason = finish_reason_of(out.finish_reason);
+      last.text_offset = offsets[i];
+      send(sse_data(g->chat ? chat_chunk_json(g->header, last)
+                            : completion_chunk_json(g->header, last)));
+    }
+    if (g->include_usage) {
+      send(sse_data(usage_chunk_json(
+          g->header, g->chat ? "chat.completion.chunk" : "text_completion", usage)));
+    }
+    send(sse_done());
+    finish_request(*g, outputs, connected ? 200 : 499);
+    slot.reset();
+  };
+  return response;
+}
+
+void OpenAiService::finish_request(const Generation& g, const std::vector<RequestOutput>& outputs,
+                                   int status) {
+  FinishedRequest r;
+  r.prompt_tokens = static_cast<int64_t>(g.request.prompt.size());
+  r.cached_tokens = outputs.empty() ? 0 : outputs.front().stats.n_cached_tokens;
+  double ttft_ms = 0;
+  for (const RequestOutput& out : outputs) {
+    r.generated_tokens += out.stats.n_generated_tokens;
+    if (out.stats.n_generated_tokens > 0 && (ttft_ms == 0 || out.stats.ttft_ms < ttft_ms))
+      ttft_ms = out.stats.ttft_ms;
+  }
+  r.ttft_seconds = ttft_ms / 1000.0;
+  r.total_seconds = std::chrono::duration<double>(Clock::now() - g.arrived).count();
+  r.finish_reason = outputs.empty() ? "error" : outputs.front().finish_reason;
+  if (status == 499) r.finish_reason = "cancelled";  // the client left
+  metrics_.record(r);
+  if (config_.log_requests) {
+    std::fprintf(stderr,
+                 "request %s status=%d n=%d prompt=%lld cached=%lld generated=%lld ttft_ms=%.1f "
+                 "total_ms=%.1f finish=%s\n",
+                 g.header.id.c_str(), status, g.n, static_cast<long long>(r.prompt_tokens),
+                 static_cast<long long>(r.cached_tokens),
+                 static_cast<long long>(r.generated_tokens), ttft_ms, r.total_seconds * 1000.0,
+                 r.finish_reason.c_str());
+  }
+}
+
+void OpenAiService::begin_shutdown() {
+  shutting_down_ = true;
+  std::lock_guard<std::mutex> lock(active_mutex_);
+  for (auto& [key, handles] : active_) {
+    for (RequestHandle& h : handles) h.cancel();
+  }
+}
+
+ApiResponse OpenAiService::models() const {
+  return json_response(200, models_list_json(config_.model_id, created_));
+}
+
+ApiResponse OpenAiService::metrics() {
+  ApiResponse response{200, "text/plain; version=0.0.4", metrics_.render(engine_.stats()), {}};
+  return response;
+}
+
+ApiResponse OpenAiService::tokenize(std::string_view body) const {
+  const nlohmann::json request = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (request.is_discarded() || !request.is_object())
+    return error_response(invalid_request_error("the body must be a JSON object", std::nullopt));
+  const auto prompt = request.find("prompt");
+  if (prompt == request.end() || !prompt->is_string())
+    return error_response(invalid_request_error("prompt must be a string", "prompt"));
+  bool add_special = true;
+  if (const auto it = request.find("add_special_tokens"); it != request.end() && !it->is_null()) {
+    if (!it->is_boolean())
+      return error_response(
+          invalid_request_error("add_special_tokens must be a boolean", "add_special_tokens"));
+    add_special = it->get<bool>();
+  }
+  const std::vector<TokenId> tokens =
+      engine_.tokenizer().encode(prompt->get<std::string>(), add_special, /*parse_special=*/true);
+  return json_response(
+      200, {{"tokens", tokens}, {"count", tokens.size()}, {"max_model_len", engine_.n_ctx()}});
+}
+
+ApiResponse OpenAiService::detokenize(std::string_view body) const {
+  const nlohmann::json request = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (request.is_discarded() || !request.is_object())
+    return error_response(invalid_request_error("the body must be a JSON object", std::nullopt));
+  const auto tokens = request.find("tokens");
+  if (tokens == request.end() || !tokens->is_array())
+    return error_response(invalid_request_error("tokens must be an array of token ids", "tokens"));
+  const auto n_vocab = static_cast<int64_t>(engine_.tokenizer().vocab().size());
+  std::vector<TokenId> ids;
+  for (size_t i = 0; i < tokens->size(); ++i) {
+    const nlohmann::json& t = (*tokens)[i];
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= n_vocab) {
+      return error_response(invalid_request_error("tokens[" + std::to_string(i) +
+                                                      "] must be a token id in [0, " +
+                                                      std::to_string(n_vocab) + ")",
+                                                  "tokens[" + std::to_string(i) + "]"));
+    }
+    ids.push_back(static_cast<TokenId>(t.get<int64_t>()));
+  }
+  return json_response(200, {{"prompt", engine_.tokenizer().decode(ids)}});
+}
+
+}  // namespace trellis

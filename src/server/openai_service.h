@@ -1,0 +1,105 @@
+// The OpenAI-compatible API on top of the engine, without the HTTP transport: each endpoint takes
+// the request body (and the caller's API key) and returns a status with a JSON body, or an event
+// stream to be written by the transport (server/http_server.h). Keeping sockets out of this layer
+// lets the tests drive every endpoint directly.
+//
+//   POST /v1/completions, /v1/chat/completions   generation (n > 1 through Engine::fork)
+//   GET  /v1/models, /health, /metrics
+//   POST /tokenize, /detokenize
+//
+// Generation requests are counted while they run (streams until their last event); above
+// ServerConfig::max_concurrent_requests they get 429. After begin_shutdown() new ones get 503 and
+// running ones are cancelled.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "engine/engine.h"
+#include "server/api_error.h"
+#include "server/openai_protocol.h"
+#include "server/openai_response.h"
+#include "server/server_config.h"
+#include "server/server_metrics.h"
+
+namespace trellis {
+
+// Writes one piece of an event stream; false when the client is gone (then stop writing).
+using StreamWriter = std::function<bool(std::string_view)>;
+
+struct ApiResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  // Set for a stream (then body is unused): run once by the transport with a writer for the
+  // connection; returns when the stream ended or the client left (its requests are then cancelled).
+  std::function<void(const StreamWriter&)> stream;
+};
+
+class OpenAiService {
+ public:
+  // `engine` must outlive the service. Errors when the configured chat template is unusable.
+  OpenAiService(Engine& engine, ServerConfig config);
+  ~OpenAiService();
+
+  ApiResponse completions(std::string_view body, std::string_view api_key);
+  ApiResponse chat_completions(std::string_view body, std::string_view api_key);
+  ApiResponse models() const;
+  ApiResponse tokenize(std::string_view body) const;
+  ApiResponse detokenize(std::string_view body) const;
+  ApiResponse metrics();
+
+  // Refuses new generation requests (503) and cancels the running ones.
+  void begin_shutdown();
+  // Generation requests being served now.
+  int32_t n_in_flight() const { return in_flight_.load(); }
+  const ServerMetrics& server_metrics() const { return metrics_; }
+  const ServerConfig& config() const { return config_; }
+
+  static ApiResponse error_response(const ApiError& error);
+
+ private:
+  struct Generation;
+  struct InFlight;
+  class Stream;
+
+  ApiResponse generate(ApiResult<Generation> generation);
+  ApiResult<Generation> prepare_completion(std::string_view body, std::string_view api_key);
+  ApiResult<Generation> prepare_chat(std::string_view body, std::string_view api_key);
+  ApiResult<std::vector<TokenId>> render_chat_prompt(const ChatCompletionRequest& request) const;
+  Status check_model(const std::string& model) const;
+  ApiResult<int32_t> max_tokens_for(int32_t n_prompt, std::optional<int32_t> requested,
+                                    int32_t fallback) const;
+  ApiResult<std::vector<RequestHandle>> start(
+      Generation& generation, std::function<void(int32_t, std::string_view)> on_text);
+  ApiResponse run_whole(Generation& generation, std::shared_ptr<InFlight> slot);
+  ApiResponse run_stream(std::shared_ptr<Generation> generation, std::shared_ptr<InFlight> slot);
+  std::vector<LogprobEntry> logprobs_of(const RequestOutput& output, int32_t n_top) const;
+  void finish_request(const Generation& generation, const std::vector<RequestOutput>& outputs,
+                      int status);
+  std::string next_id(const char* prefix);
+  uint64_t next_seed();
+
+  Engine& engine_;
+  ServerConfig config_;
+  ProtocolLimits limits_;
+  std::optional<ChatTemplateKind> chat_template_;
+  std::string chat_template_error_;  // why there is none
+  ServerMetrics metrics_;
+  std::atomic<int32_t> in_flight_{0};
+  std::atomic<bool> shutting_down_{false};
+  std::atomic<uint64_t> counter_{0};
+  uint64_t seed_base_ = 0;
+  int64_t created_ = 0;  // Unix seconds when the service started (reported by /v1/models)
+  // Handles of running requests, by request counter, so that shutdown can cancel them.
+  std::mutex active_mutex_;
+  std::unordered_map<uint64_t, std::vector<RequestHandle>> active_;
+};
+
+}  // namespace trellis

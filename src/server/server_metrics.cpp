@@ -1,0 +1,91 @@
+#include "server/server_metrics.h"
+
+#include <vector>
+
+namespace trellis {
+namespace {
+
+// Seconds; the bounds vLLM uses for its latency histograms, which cover CPU-sized latencies too.
+std::vector<double> latency_buckets() {
+  return {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+          1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 320.0, 640.0};
+}
+
+}  // namespace
+
+ServerMetrics::ServerMetrics()
+    : ttft_(latency_buckets()), latency_(latency_buckets()), last_scrape_(Clock::now()) {}
+
+void ServerMetrics::record(const FinishedRequest& r) {
+  prompt_tokens_ += r.prompt_tokens;
+  cached_tokens_ += r.cached_tokens;
+  generated_tokens_ += r.generated_tokens;
+  if (r.finish_reason == "stop") {
+    ++n_stop_;
+  } else if (r.finish_reason == "length") {
+    ++n_length_;
+  } else if (r.finish_reason == "cancelled") {
+    ++n_cancelled_;
+  } else {
+    ++n_error_;
+  }
+  if (r.generated_tokens > 0) ttft_.observe(r.ttft_seconds);
+  latency_.observe(r.total_seconds);
+  ++n_finished_;  // last: a reader that sees the count sees the figures it covers
+}
+
+std::string ServerMetrics::render(const EngineStats& e) {
+  const auto prompt = static_cast<double>(prompt_tokens_.load());
+  const auto cached = static_cast<double>(cached_tokens_.load());
+  const auto finished = static_cast<double>(n_finished_.load());
+  const int64_t generated = generated_tokens_.load();
+  double throughput = 0;
+  {
+    std::lock_guard<std::mutex> lock(scrape_mutex_);
+    const Clock::time_point now = Clock::now();
+    const double seconds = std::chrono::duration<double>(now - last_scrape_).count();
+    if (seconds > 0)
+      throughput = static_cast<double>(generated - generated_at_last_scrape_) / seconds;
+    last_scrape_ = now;
+    generated_at_last_scrape_ = generated;
+  }
+  MetricsWriter w;
+  w.gauge("num_requests_running", "Sequences running in the engine.", e.n_running);
+  w.gauge("num_requests_waiting", "Sequences waiting for admission.", e.n_waiting);
+  w.family("requests_finished_total", "Finished requests by finish reason.", MetricType::COUNTER);
+  w.sample({{"finish_reason", "stop"}}, static_cast<double>(n_stop_.load()));
+  w.sample({{"finish_reason", "length"}}, static_cast<double>(n_length_.load()));
+  w.sample({{"finish_reason", "cancelled"}}, static_cast<double>(n_cancelled_.load()));
+  w.sample({{"finish_reason", "error"}}, static_cast<double>(n_error_.load()));
+  w.counter("prompt_tokens_total", "Prompt tokens of finished requests.", prompt);
+  w.counter("generation_tokens_total", "Generated tokens of finished requests.",
+            static_cast<double>(generated));
+  w.counter("cached_prompt_tokens_total", "Prompt tokens served by the prefix cache.", cached);
+  w.counter("prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.", prompt);
+  w.counter("prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", cached);
+  w.gauge("prefix_cache_hit_rate", "Cached prompt tokens / prompt tokens since start.",
+          prompt > 0 ? cached / prompt : 0);
+  w.gauge("prefix_cache_mean_matched_tokens", "Cached prompt tokens per finished request.",
+          finished > 0 ? cached / finished : 0);
+  w.gauge("kv_blocks_total", "KV blocks in the pool.", e.n_blocks_total);
+  w.gauge("kv_blocks_used", "KV blocks held by requests.", e.n_blocks_in_use);
+  w.gauge("kv_blocks_cached", "KV blocks indexed by the prefix cache.", e.n_blocks_cached);
+  w.gauge("kv_blocks_free", "KV blocks on the free list.", e.n_blocks_free);
+  w.gauge("kv_cache_usage_perc", "Fraction of the pool's blocks not free (0..1).",
+          e.n_blocks_total > 0
+              ? static_cast<double>(e.n_blocks_total - e.n_blocks_free) / e.n_blocks_total
+              : 0);
+  w.counter("kv_blocks_evicted_total", "Cached KV blocks evicted to make room.",
+            static_cast<double>(e.n_blocks_evicted));
+  w.counter("num_preemptions_total", "Sequences preempted for memory.",
+            static_cast<double>(e.n_preemptions));
+  w.histogram("time_to_first_token_seconds", "Time to the first generated token.",
+              ttft_.snapshot());
+  w.histogram("e2e_request_latency_seconds", "Arrival to the end of a request.",
+              latency_.snapshot());
+  w.gauge("avg_generation_throughput_toks_per_s",
+          "Generated tokens per second since the previous scrape.", throughput);
+  return w.text();
+}
+
+}  // namespace trellis
