@@ -388,6 +388,9 @@ void Engine::loop() {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait_for(lock, std::chrono::milliseconds(1));
     }
+    // Going idle: the figures must show what the last cancellation released (step() refreshes
+    // them only when it runs).
+    if (active_.empty()) refresh_stats(0, 0);
   }
   // Shutting down: whatever still runs ends as cancelled, releasing its blocks.
   for (const auto& r : std::vector<std::shared_ptr<Request>>(active_)) finish(*r, "cancelled");

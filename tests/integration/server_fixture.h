@@ -1,0 +1,130 @@
+// An in-process `trellis serve` for the server tests: an engine on the tiny synthetic model, an
+// HttpServer on a free loopback port serving it, and small client helpers (httplib::Client).
+#pragma once
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/engine.h"
+#include "model/model_presets.h"
+#include "model/synth_model.h"
+#include "server/http_server.h"
+#include "test_support.h"
+
+namespace trellis::testing {
+
+inline const std::string& server_tiny_model() {
+  static const std::string path = [] {
+    std::string p = temp_dir() + "/server-tiny.gguf";
+    SynthOptions options{*find_model_preset("tiny"), DType::Q8_0, 11, "", p, 2, false};
+    const Status status = synthesize_model(options);
+    if (!status.ok()) ADD_FAILURE() << status.error().message;
+    return p;
+  }();
+  return path;
+}
+
+struct HttpReply {
+  int status = 0;  // 0: no response (connection failed)
+  std::string body;
+  nlohmann::json json() const { return nlohmann::json::parse(body, nullptr, false); }
+};
+
+// The "data: " payloads of a Server-Sent Events body, in order.
+inline std::vector<std::string> sse_payloads(const std::string& body) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    size_t end = body.find('\n', pos);
+    if (end == std::string::npos) end = body.size();
+    const std::string line = body.substr(pos, end - pos);
+    if (line.rfind("data: ", 0) == 0) out.push_back(line.substr(6));
+    pos = end + 1;
+  }
+  return out;
+}
+
+class TestServer {
+ public:
+  explicit TestServer(ServerConfig config = {}, EngineConfig engine_config = default_engine()) {
+    config.port = 0;
+    if (config.model_id.empty()) config.model_id = "tiny";
+    config.log_requests = false;
+    Result<std::unique_ptr<Engine>> engine = Engine::create(server_tiny_model(), engine_config);
+    EXPECT_TRUE(engine.ok()) << (engine.ok() ? "" : engine.error().message);
+    if (engine.ok()) engine_ = std::move(engine).value();
+    server_ = std::make_unique<HttpServer>(config);
+    const Status bound = server_->bind();
+    EXPECT_TRUE(bound.ok()) << (bound.ok() ? "" : bound.error().message);
+    thread_ = std::thread([this] { server_->serve(); });
+    if (engine_) server_->set_engine(*engine_);
+  }
+  ~TestServer() { stop(); }
+
+  static EngineConfig default_engine() {
+    EngineConfig config;
+    config.n_threads = 1;
+    config.n_ctx = 256;
+    return config;
+  }
+
+  void stop() {
+    if (thread_.joinable()) {
+      server_->shutdown();
+      thread_.join();
+    }
+  }
+
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", server_->port());
+    c.set_read_timeout(60, 0);
+    c.set_connection_timeout(5, 0);
+    return c;
+  }
+
+  HttpReply post(const std::string& path, const std::string& body,
+                 const std::string& api_key = "") const {
+    httplib::Client c = client();
+    httplib::Headers headers;
+    if (!api_key.empty()) headers.emplace("Authorization", "Bearer " + api_key);
+    httplib::Result r = c.Post(path.c_str(), headers, body, "application/json");
+    return r ? HttpReply{r->status, r->body} : HttpReply{};
+  }
+  HttpReply post(const std::string& path, const nlohmann::json& body,
+                 const std::string& api_key = "") const {
+    return post(path, body.dump(), api_key);
+  }
+  HttpReply get(const std::string& path, const std::string& api_key = "") const {
+    httplib::Client c = client();
+    httplib::Headers headers;
+    if (!api_key.empty()) headers.emplace("Authorization", "Bearer " + api_key);
+    httplib::Result r = c.Get(path.c_str(), headers);
+    return r ? HttpReply{r->status, r->body} : HttpReply{};
+  }
+
+  // The value of an unlabelled metric, or of one sample `name{labels}`; -1 when absent.
+  double metric(const std::string& sample) const {
+    const std::string text = get("/metrics").body;
+    const std::string key = "trellis:" + sample + " ";
+    size_t pos = text.find("\n" + key);
+    if (pos == std::string::npos) return -1;
+    pos += 1 + key.size();
+    return std::stod(text.substr(pos, text.find('\n', pos) - pos));
+  }
+
+  Engine& engine() { return *engine_; }
+  HttpServer& server() { return *server_; }
+
+ private:
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<HttpServer> server_;
+  std::thread thread_;
+};
+
+}  // namespace trellis::testing
