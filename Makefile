@@ -30,6 +30,7 @@ build:
 	cmake --build $(BUILD) -j$(JOBS)
 
 unit-test: build
+	scripts/setup-node-client.sh $(BUILD)/node
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
 asan-test:

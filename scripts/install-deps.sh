@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential make cmake git pkg-config ca-certificates
+  build-essential make cmake git pkg-config ca-certificates curl nodejs
   libgtest-dev libgmock-dev libbenchmark-dev
   libpcre2-dev nlohmann-json3-dev libcli11-dev
   clang libclang-rt-dev

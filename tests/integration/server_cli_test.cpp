@@ -1,0 +1,654 @@
+// `trellis serve` end to end: the real binary as a child process on loopback, driven by real
+// clients (curl, and the official `openai` npm client through tests/node/openai_client_check.mjs).
+//
+// Every wait is bounded: server start-up, /health, each curl call (--max-time) and the exit after
+// a signal each have a deadline, so a hung server fails a test instead of hanging it. Every child
+// is killed in teardown (and dies with this process through PR_SET_PDEATHSIG), so none outlives
+// the test binary.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_support.h"
+
+namespace trellis {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kStartDeadline = std::chrono::seconds(30);
+constexpr auto kExitDeadline = std::chrono::seconds(20);
+constexpr int kCurlMaxSeconds = 30;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Wraps a string in single quotes for /bin/sh.
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+struct CommandResult {
+  int exit_code;
+  std::string output;
+};
+
+// Runs a shell command; stdout only (stderr goes where the command line sends it).
+CommandResult run_shell(const std::string& command) {
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return {-1, "popen failed"};
+  std::string output;
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) output.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+bool have_program(const std::string& name) {
+  return run_shell("command -v " + name + " >/dev/null 2>&1").exit_code == 0;
+}
+
+// A child process started with fork/exec, stdout and stderr both written to `log_path`. The
+// destructor kills it (SIGKILL) and reaps it when it still runs.
+class ChildProcess {
+ public:
+  ChildProcess(const std::vector<std::string>& argv, std::string log_path)
+      : log_path_(std::move(log_path)) {
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    const pid_t parent = ::getpid();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      // Dies with the test process even if that one crashes before its teardown.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);
+      const int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, STDOUT_FILENO);
+        ::dup2(fd, STDERR_FILENO);
+        ::close(fd);
+      }
+      ::execvp(args[0], args.data());
+      ::_exit(127);
+    }
+  }
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+  ~ChildProcess() {
+    if (running()) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  pid_t pid() const { return pid_; }
+  const std::string& log_path() const { return log_path_; }
+  std::string log() const { return read_file(log_path_); }
+
+  // True while the child has not exited (reaps it when it has).
+  bool running() {
+    if (pid_ <= 0 || exited_) return false;
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      exited_ = true;
+      status_ = status;
+      return false;
+    }
+    return true;
+  }
+
+  // The exit code after a bounded wait; nullopt if it was still running at the deadline or died
+  // from a signal.
+  std::optional<int> wait_exit(std::chrono::milliseconds deadline) {
+    const auto until = Clock::now() + deadline;
+    while (running() && Clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!exited_ || !WIFEXITED(status_)) return std::nullopt;
+    return WEXITSTATUS(status_);
+  }
+
+  bool send_signal(int signal) { return running() && ::kill(pid_, signal) == 0; }
+
+ private:
+  std::string log_path_;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  int status_ = 0;
+};
+
+struct HttpResult {
+  int status = 0;  // 0: no answer (curl failed)
+  std::string body;
+  json json_body() const { return json::parse(body, nullptr, /*allow_exceptions=*/false); }
+};
+
+// One HTTP request with curl, bounded by --max-time. `body` travels through a file, so no quoting
+// of JSON is needed. `extra` is added to the curl command line as is (already quoted).
+HttpResult curl(const std::string& method, const std::string& url, const std::string& body = "",
+                const std::string& extra = "") {
+  static int counter = 0;
+  std::string command = "curl -sS -N --max-time " + std::to_string(kCurlMaxSeconds) + " -X " +
+                        method + " -w '\\n%{http_code}' " + extra + " ";
+  if (!body.empty()) {
+    const std::string body_path =
+        testing::temp_dir() + "/body-" + std::to_string(++counter) + ".json";
+    std::ofstream(body_path, std::ios::binary) << body;
+    command += "-H 'Content-Type: application/json' --data-binary @" + body_path + " ";
+  }
+  command += shell_quote(url) + " 2>/dev/null";
+  CommandResult run = run_shell(command);
+  HttpResult result;
+  const size_t last_newline = run.output.rfind('\n');
+  if (last_newline == std::string::npos) return result;
+  result.status = std::atoi(run.output.c_str() + last_newline + 1);
+  result.body = run.output.substr(0, last_newline);
+  return result;
+}
+
+// The `data: ` payloads of an SSE body, in order; `well_formed` is false when a non-empty line
+// is not a data line.
+struct SseEvents {
+  std::vector<std::string> data;
+  bool well_formed = true;
+};
+SseEvents parse_sse(const std::string& body) {
+  SseEvents events;
+  std::istringstream in(body);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    if (line.rfind("data: ", 0) != 0) {
+      events.well_formed = false;
+      continue;
+    }
+    events.data.push_back(line.substr(6));
+  }
+  return events;
+}
+
+// `trellis serve` on a free port with the tiny model. start() waits (bounded) for the
+// `listening on` line and then for /health to answer 200.
+class Server {
+ public:
+  Server(const std::string& model, std::vector<std::string> extra_args, const std::string& name) {
+    std::vector<std::string> argv = {
+        TRELLIS_CLI_PATH,  "serve",  "--port", "0", "-m",           model,
+        "--chat-template", "chatml", "-t",     "1", "--model-name", "tiny"};
+    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+    process_ = std::make_unique<ChildProcess>(argv, testing::temp_dir() + "/" + name + ".log");
+  }
+
+  // Empty on success, else what went wrong (with the log).
+  std::string start() {
+    const auto until = Clock::now() + kStartDeadline;
+    const std::string marker = "listening on http://";
+    while (port_ == 0) {
+      const std::string log = process_->log();
+      const size_t at = log.find(marker);
+      if (at != std::string::npos) {
+        const size_t colon = log.find(':', at + marker.size());
+        const size_t paren = log.find(" (", at);
+        if (colon != std::string::npos && paren != std::string::npos && colon < paren) {
+          host_ = log.substr(at + marker.size(), colon - at - marker.size());
+          port_ = std::atoi(log.substr(colon + 1, paren - colon - 1).c_str());
+        }
+      }
+      if (port_ != 0) break;
+      if (!process_->running()) return "the server exited before listening:\n" + log;
+      if (Clock::now() > until) return "no `listening on` line in time:\n" + log;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    while (curl("GET", url("/health"), "", "--max-time 2").status != 200) {
+      if (!process_->running()) return "the server exited before /health was ready:\n" + log();
+      if (Clock::now() > until) return "/health did not answer 200 in time:\n" + log();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return "";
+  }
+
+  std::string url(const std::string& path) const {
+    return "http://" + host_ + ":" + std::to_string(port_) + path;
+  }
+  int port() const { return port_; }
+  std::string log() const { return process_->log(); }
+  ChildProcess& process() { return *process_; }
+
+ private:
+  std::unique_ptr<ChildProcess> process_;
+  std::string host_;
+  int port_ = 0;
+};
+
+std::string synth_tiny_model() {
+  const std::string path = testing::temp_dir() + "/server-tiny.gguf";
+  if (fs::exists(path)) return path;
+  const CommandResult synth =
+      run_shell(std::string(TRELLIS_CLI_PATH) +
+                " model synth --preset tiny --type q8_0 --seed 5 -o " + path + " 2>&1");
+  return synth.exit_code == 0 ? path : "";
+}
+
+#define REQUIRE_CURL() \
+  if (!have_program("curl")) GTEST_SKIP() << "curl is not installed (scripts/install-deps.sh)"
+
+// One server shared by the tests that do not stop it.
+class ServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!have_program("curl")) return;
+    model_ = synth_tiny_model();
+    if (model_.empty()) return;
+    server_ = new Server(model_, {"--ctx", "1024"}, "shared-server");
+    start_error_ = server_->start();
+  }
+  static void TearDownTestSuite() {
+    delete server_;  // kills the child
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    REQUIRE_CURL();
+    ASSERT_FALSE(model_.empty()) << "model synth failed";
+    ASSERT_EQ(start_error_, "");
+  }
+
+  static HttpResult post(const std::string& path, const json& body) {
+    return curl("POST", server_->url(path), body.dump());
+  }
+  static HttpResult get(const std::string& path) { return curl("GET", server_->url(path)); }
+
+  static std::string model_;
+  static Server* server_;
+  static std::string start_error_;
+};
+std::string ServerTest::model_;
+Server* ServerTest::server_ = nullptr;
+std::string ServerTest::start_error_;
+
+// Concatenated choices[index].text (completions) or delta.content (chat) of an SSE stream;
+// checks the framing on the way.
+std::string stream_text(const HttpResult& r, bool chat, json* usage = nullptr, int index = 0) {
+  EXPECT_EQ(r.status, 200) << r.body;
+  SseEvents events = parse_sse(r.body);
+  EXPECT_TRUE(events.well_formed) << "every non-empty line starts with `data: `:\n" << r.body;
+  EXPECT_GE(events.data.size(), 2u) << r.body;
+  if (events.data.empty()) return "";
+  EXPECT_EQ(events.data.back(), "[DONE]") << r.body;
+  std::string text;
+  for (size_t i = 0; i + 1 < events.data.size(); ++i) {
+    json chunk = json::parse(events.data[i], nullptr, false);
+    EXPECT_FALSE(chunk.is_discarded()) << events.data[i];
+    if (chunk.is_discarded()) continue;
+    EXPECT_EQ(chunk["object"], chat ? "chat.completion.chunk" : "text_completion");
+    if (usage != nullptr && chunk.contains("usage") && !chunk["usage"].is_null())
+      *usage = chunk["usage"];
+    for (const json& choice : chunk["choices"]) {
+      if (choice.value("index", -1) != index) continue;
+      if (chat) {
+        if (choice.contains("delta") && choice["delta"].contains("content") &&
+            choice["delta"]["content"].is_string())
+          text += choice["delta"]["content"].get<std::string>();
+      } else {
+        text += choice.value("text", "");
+      }
+    }
+  }
+  return text;
+}
+
+json completion_request(int max_tokens) {
+  return {{"model", "tiny"},
+          {"prompt", "Once upon a time"},
+          {"max_tokens", max_tokens},
+          {"temperature", 0.0},
+          {"ignore_eos", true}};
+}
+
+TEST_F(ServerTest, CompletionStreamEqualsNonStreamAtTemperatureZero) {
+  HttpResult whole = post("/v1/completions", completion_request(16));
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  json j = whole.json_body();
+  ASSERT_FALSE(j.is_discarded()) << whole.body;
+  EXPECT_EQ(j["object"], "text_completion");
+  EXPECT_EQ(j["model"], "tiny");
+  ASSERT_EQ(j["choices"].size(), 1u);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(j["usage"]["completion_tokens"], 16);
+  EXPECT_GT(j["usage"]["prompt_tokens"].get<int>(), 0);
+  EXPECT_EQ(j["usage"]["total_tokens"].get<int>(),
+            j["usage"]["prompt_tokens"].get<int>() + j["usage"]["completion_tokens"].get<int>());
+  const std::string text = j["choices"][0]["text"];
+  EXPECT_FALSE(text.empty());
+
+  json request = completion_request(16);
+  request["stream"] = true;
+  request["stream_options"] = {{"include_usage", true}};
+  json usage;
+  EXPECT_EQ(stream_text(post("/v1/completions", request), false, &usage), text);
+  EXPECT_EQ(usage["completion_tokens"], 16) << usage.dump();
+  EXPECT_EQ(usage["prompt_tokens"], j["usage"]["prompt_tokens"]) << usage.dump();
+}
+
+TEST_F(ServerTest, ChatCompletionAndItsStream) {
+  json request = {{"model", "tiny"},
+                  {"messages", {{{"role", "user"}, {"content", "Tell me a story."}}}},
+                  {"max_tokens", 10},
+                  {"temperature", 0.0},
+                  {"ignore_eos", true}};
+  HttpResult whole = post("/v1/chat/completions", request);
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  json j = whole.json_body();
+  ASSERT_FALSE(j.is_discarded()) << whole.body;
+  EXPECT_EQ(j["object"], "chat.completion");
+  ASSERT_EQ(j["choices"].size(), 1u);
+  EXPECT_EQ(j["choices"][0]["message"]["role"], "assistant");
+  ASSERT_TRUE(j["choices"][0]["message"]["content"].is_string()) << whole.body;
+  EXPECT_EQ(j["usage"]["completion_tokens"], 10);
+  EXPECT_TRUE(j["usage"]["prompt_tokens_details"]["cached_tokens"].is_number()) << whole.body;
+
+  request["stream"] = true;
+  EXPECT_EQ(stream_text(post("/v1/chat/completions", request), true),
+            j["choices"][0]["message"]["content"].get<std::string>());
+}
+
+TEST_F(ServerTest, TwoChoicesAtTemperatureZeroAreBothTheGreedyText) {
+  HttpResult one = post("/v1/completions", completion_request(8));
+  ASSERT_EQ(one.status, 200) << one.body;
+  const std::string greedy = one.json_body()["choices"][0]["text"];
+
+  json request = completion_request(8);
+  request["n"] = 2;
+  HttpResult two = post("/v1/completions", request);
+  ASSERT_EQ(two.status, 200) << two.body;
+  json j = two.json_body();
+  ASSERT_EQ(j["choices"].size(), 2u) << two.body;
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(j["choices"][i]["index"], i);
+    EXPECT_EQ(j["choices"][i]["text"], greedy) << "choice " << i;
+  }
+  EXPECT_EQ(j["usage"]["completion_tokens"], 16) << "both choices count";
+
+  request["stream"] = true;
+  HttpResult streamed = post("/v1/completions", request);
+  EXPECT_EQ(stream_text(streamed, false, nullptr, 0), greedy);
+  EXPECT_EQ(stream_text(streamed, false, nullptr, 1), greedy);
+}
+
+TEST_F(ServerTest, StopStringEndsTheTextBeforeIt) {
+  HttpResult free_run = post("/v1/completions", completion_request(24));
+  ASSERT_EQ(free_run.status, 200) << free_run.body;
+  const std::string text = free_run.json_body()["choices"][0]["text"];
+  // A stop string of two ASCII bytes from the second half of the text; the text must end just
+  // before its first occurrence.
+  std::string stop;
+  for (size_t i = text.size() / 2; i + 2 <= text.size() && stop.empty(); ++i) {
+    const auto c0 = static_cast<unsigned char>(text[i]);
+    const auto c1 = static_cast<unsigned char>(text[i + 1]);
+    if (c0 > 32 && c0 < 127 && c1 > 32 && c1 < 127) stop = text.substr(i, 2);
+  }
+  ASSERT_FALSE(stop.empty()) << "no printable ASCII pair in " << json(text).dump();
+  const std::string expected = text.substr(0, text.find(stop));
+
+  json request = completion_request(24);
+  request["stop"] = {stop, "never-generated-stop"};
+  HttpResult stopped = post("/v1/completions", request);
+  ASSERT_EQ(stopped.status, 200) << stopped.body;
+  json j = stopped.json_body();
+  EXPECT_EQ(j["choices"][0]["text"], expected) << "stop " << json(stop).dump();
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  EXPECT_LT(j["usage"]["completion_tokens"].get<int>(), 24);
+
+  request["stream"] = true;
+  EXPECT_EQ(stream_text(post("/v1/completions", request), false), expected)
+      << "stop " << json(stop).dump();
+}
+
+TEST_F(ServerTest, TokenizeDetokenizeRoundTrip) {
+  HttpResult tokenized = post("/tokenize", {{"prompt", "Hello world"}});
+  ASSERT_EQ(tokenized.status, 200) << tokenized.body;
+  json t = tokenized.json_body();
+  ASSERT_TRUE(t["tokens"].is_array()) << tokenized.body;
+  EXPECT_FALSE(t["tokens"].empty());
+  EXPECT_EQ(t["count"], t["tokens"].size());
+  EXPECT_EQ(t["max_model_len"], 1024);
+
+  HttpResult detokenized = post("/detokenize", {{"tokens", t["tokens"]}});
+  ASSERT_EQ(detokenized.status, 200) << detokenized.body;
+  const std::string prompt = detokenized.json_body()["prompt"];
+  EXPECT_NE(prompt.find("Hello world"), std::string::npos) << prompt;
+
+  HttpResult bad = post("/detokenize", {{"tokens", {5, 99999999}}});
+  EXPECT_EQ(bad.status, 400) << bad.body;
+}
+
+TEST_F(ServerTest, ModelsHealthAndMetrics) {
+  HttpResult models = get("/v1/models");
+  ASSERT_EQ(models.status, 200) << models.body;
+  json m = models.json_body();
+  EXPECT_EQ(m["object"], "list");
+  ASSERT_EQ(m["data"].size(), 1u) << models.body;
+  EXPECT_EQ(m["data"][0]["id"], "tiny");
+
+  HttpResult health = get("/health");
+  EXPECT_EQ(health.status, 200);
+  EXPECT_EQ(health.json_body()["status"], "ok") << health.body;
+
+  ASSERT_EQ(post("/v1/completions", completion_request(4)).status, 200);
+  HttpResult metrics = get("/metrics");
+  ASSERT_EQ(metrics.status, 200);
+  for (const char* name :
+       {"trellis:prompt_tokens_total", "trellis:generation_tokens_total",
+        "trellis:num_requests_running", "trellis:kv_cache_usage_perc",
+        "trellis:time_to_first_token_seconds_bucket", "trellis:requests_finished_total",
+        "# TYPE trellis:prompt_tokens_total counter"})
+    EXPECT_NE(metrics.body.find(name), std::string::npos) << name << " in\n" << metrics.body;
+  // The counters saw at least the request above.
+  std::istringstream lines(metrics.body);
+  std::string line;
+  double generated = -1;
+  while (std::getline(lines, line))
+    if (line.rfind("trellis:generation_tokens_total ", 0) == 0)
+      generated = std::atof(line.c_str() + line.find(' ') + 1);
+  EXPECT_GE(generated, 4) << metrics.body;
+}
+
+void expect_error_shape(const HttpResult& r, int status) {
+  EXPECT_EQ(r.status, status) << r.body;
+  json j = r.json_body();
+  ASSERT_FALSE(j.is_discarded()) << r.body;
+  ASSERT_TRUE(j.contains("error")) << r.body;
+  const json& e = j["error"];
+  EXPECT_TRUE(e["message"].is_string() && !e["message"].get<std::string>().empty()) << r.body;
+  EXPECT_TRUE(e["type"].is_string()) << r.body;
+  EXPECT_TRUE(e.contains("param")) << r.body;
+  EXPECT_TRUE(e.contains("code")) << r.body;
+}
+
+TEST_F(ServerTest, BadRequestsGetOpenAiShapedErrors) {
+  HttpResult malformed = curl("POST", server_->url("/v1/completions"), "{\"prompt\": \"x\",");
+  expect_error_shape(malformed, 400);
+  EXPECT_EQ(malformed.json_body()["error"]["type"], "invalid_request_error") << malformed.body;
+
+  HttpResult chat_malformed = curl("POST", server_->url("/v1/chat/completions"), "not json");
+  expect_error_shape(chat_malformed, 400);
+
+  HttpResult no_messages = post("/v1/chat/completions", {{"model", "tiny"}});
+  expect_error_shape(no_messages, 400);
+
+  json unknown = completion_request(2);
+  unknown["model"] = "no-such-model";
+  HttpResult not_found = post("/v1/completions", unknown);
+  expect_error_shape(not_found, 404);
+  EXPECT_EQ(not_found.json_body()["error"]["code"], "model_not_found") << not_found.body;
+
+  expect_error_shape(get("/v1/no-such-route"), 404);
+
+  // The server still serves after all of that.
+  EXPECT_EQ(post("/v1/completions", completion_request(2)).status, 200);
+}
+
+// A fresh server for tests that stop it or configure it differently.
+std::unique_ptr<Server> start_server(const std::vector<std::string>& args, const std::string& name,
+                                     std::string& error) {
+  const std::string model = synth_tiny_model();
+  if (model.empty()) {
+    error = "model synth failed";
+    return nullptr;
+  }
+  auto server = std::make_unique<Server>(model, args, name);
+  error = server->start();
+  return server;
+}
+
+TEST(ServerAuth, ApiKeyIsRequiredExceptForHealth) {
+  REQUIRE_CURL();
+  std::string error;
+  std::unique_ptr<Server> server = start_server({"--api-key", "secret"}, "auth-server", error);
+  ASSERT_EQ(error, "");
+
+  const std::string models = server->url("/v1/models");
+  HttpResult no_header = curl("GET", models);
+  expect_error_shape(no_header, 401);
+  EXPECT_EQ(no_header.json_body()["error"]["type"], "authentication_error") << no_header.body;
+  expect_error_shape(curl("GET", models, "", "-H 'Authorization: Bearer wrong'"), 401);
+  expect_error_shape(curl("GET", models, "", "-H 'Authorization: Bearer secretX'"), 401);
+  EXPECT_EQ(curl("GET", models, "", "-H 'Authorization: Bearer secret'").status, 200);
+
+  const std::string body = completion_request(2).dump();
+  expect_error_shape(curl("POST", server->url("/v1/completions"), body), 401);
+  EXPECT_EQ(curl("POST", server->url("/v1/completions"), body, "-H 'Authorization: Bearer secret'")
+                .status,
+            200);
+  EXPECT_EQ(curl("GET", server->url("/health")).status, 200) << "/health needs no key";
+
+  ASSERT_TRUE(server->process().send_signal(SIGTERM));
+  EXPECT_EQ(server->process().wait_exit(kExitDeadline), 0) << server->log();
+}
+
+TEST(ServerShutdown, SigtermExitsZeroAfterLoggingRequests) {
+  REQUIRE_CURL();
+  std::string error;
+  std::unique_ptr<Server> server = start_server({}, "shutdown-server", error);
+  ASSERT_EQ(error, "");
+  EXPECT_EQ(curl("POST", server->url("/v1/completions"), completion_request(3).dump()).status, 200);
+
+  ASSERT_TRUE(server->process().send_signal(SIGTERM));
+  EXPECT_EQ(server->process().wait_exit(kExitDeadline), 0) << server->log();
+  const std::string log = server->log();
+  EXPECT_NE(log.find("ready: model tiny"), std::string::npos) << log;
+  EXPECT_NE(log.find("request "), std::string::npos) << log;
+  EXPECT_NE(log.find("status=200"), std::string::npos) << log;
+  EXPECT_NE(log.find("shutting down"), std::string::npos) << log;
+}
+
+TEST(ServerShutdown, SigtermDuringALongStreamStillExitsZero) {
+  REQUIRE_CURL();
+  std::string error;
+  std::unique_ptr<Server> server = start_server({"--ctx", "4096"}, "stream-server", error);
+  ASSERT_EQ(error, "");
+
+  json request = completion_request(4000);
+  request["stream"] = true;
+  const std::string body_path = testing::temp_dir() + "/long-stream.json";
+  std::ofstream(body_path) << request.dump();
+  const std::string stream_path = testing::temp_dir() + "/long-stream.out";
+  ChildProcess client({"curl", "-sS", "-N", "--max-time", std::to_string(kCurlMaxSeconds), "-H",
+                       "Content-Type: application/json", "--data-binary", "@" + body_path,
+                       server->url("/v1/completions")},
+                      stream_path);
+
+  // Signal once the stream has begun (bounded wait).
+  const auto until = Clock::now() + kStartDeadline;
+  while (read_file(stream_path).find("data: ") == std::string::npos && client.running() &&
+         Clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const std::string before = read_file(stream_path);
+  ASSERT_NE(before.find("data: "), std::string::npos) << "the stream did not begin:\n" << before;
+  ASSERT_EQ(before.find("[DONE]"), std::string::npos)
+      << "the stream ended before the signal; it should run for 4000 tokens";
+
+  ASSERT_TRUE(server->process().send_signal(SIGTERM));
+  EXPECT_EQ(server->process().wait_exit(kExitDeadline), 0) << server->log();
+  EXPECT_NE(server->log().find("shutting down"), std::string::npos) << server->log();
+  // The client's connection ends with the server (well before curl's own --max-time).
+  EXPECT_TRUE(client.wait_exit(kExitDeadline).has_value()) << "curl still waits on the stream";
+}
+
+// The node_modules folder holding `openai`: $TRELLIS_NODE_MODULES, else <build>/node/node_modules
+// beside the CLI binary's build tree, else build/node/node_modules in the source tree.
+std::string openai_node_modules() {
+  std::vector<fs::path> candidates;
+  if (const char* env = std::getenv("TRELLIS_NODE_MODULES")) candidates.emplace_back(env);
+  const fs::path cli(TRELLIS_CLI_PATH);  // <build>/cli/trellis
+  candidates.push_back(cli.parent_path().parent_path() / "node" / "node_modules");
+  const fs::path source_root = fs::path(__FILE__).parent_path().parent_path().parent_path();
+  candidates.push_back(source_root / "build" / "node" / "node_modules");
+  for (const fs::path& dir : candidates)
+    if (fs::exists(dir / "openai" / "package.json")) return fs::absolute(dir).string();
+  return "";
+}
+
+TEST(ServerOpenAiNodeClient, OfficialClientWorksAgainstTheServer) {
+  REQUIRE_CURL();
+  if (!have_program("node"))
+    GTEST_SKIP() << "node is not installed (scripts/install-deps.sh installs nodejs and npm)";
+  const std::string modules = openai_node_modules();
+  if (modules.empty())
+    GTEST_SKIP() << "the openai npm package is absent: run scripts/setup-node-client.sh "
+                    "<build>/node (or set TRELLIS_NODE_MODULES to its node_modules folder)";
+  const fs::path script =
+      fs::path(__FILE__).parent_path().parent_path() / "node" / "openai_client_check.mjs";
+  ASSERT_TRUE(fs::exists(script)) << script;
+
+  std::string error;
+  std::unique_ptr<Server> server = start_server({"--api-key", "node-key"}, "node-server", error);
+  ASSERT_EQ(error, "");
+
+  // `timeout` bounds the run even if the script's own watchdog fails.
+  const std::string command = "TRELLIS_NODE_MODULES=" + shell_quote(modules) +
+                              " NODE_PATH=" + shell_quote(modules) + " timeout 60 node " +
+                              shell_quote(script.string()) + " " + shell_quote(server->url("/v1")) +
+                              " tiny node-key 2>&1";
+  const CommandResult run = run_shell(command);
+  EXPECT_EQ(run.exit_code, 0) << run.output << "\nserver log:\n" << server->log();
+  // The summary is the JSON object the script prints last.
+  const size_t brace = run.output.find('{');
+  json summary =
+      json::parse(brace == std::string::npos ? "" : run.output.substr(brace), nullptr, false);
+  ASSERT_FALSE(summary.is_discarded()) << run.output;
+  EXPECT_EQ(summary["ok"], true) << run.output;
+  EXPECT_EQ(summary["passed"], 7) << run.output;
+
+  ASSERT_TRUE(server->process().send_signal(SIGTERM));
+  EXPECT_EQ(server->process().wait_exit(kExitDeadline), 0) << server->log();
+}
+
+}  // namespace
+}  // namespace trellis
