@@ -1,6 +1,7 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <string>
 
@@ -21,6 +22,11 @@ void set_json(httplib::Response& res, const ApiResponse& api) {
 void set_error(httplib::Response& res, const ApiError& error) {
   set_json(res, OpenAiService::error_response(error));
 }
+
+// Connections the kernel queues before accept(). The library listens with a backlog of 5, too
+// few for a burst of clients connecting at once (the surplus connections then fail), so the
+// server raises it after binding.
+constexpr int kListenBacklog = 1024;
 
 // Hands a service response to httplib: a whole body, or a stream written as the events come.
 void set_response(httplib::Response& res, ApiResponse api) {
@@ -50,8 +56,14 @@ void set_response(httplib::Response& res, ApiResponse api) {
 
 }  // namespace
 
+// httplib::Server with access to its listening socket (to raise the backlog).
+class HttpServer::Transport : public httplib::Server {
+ public:
+  bool raise_backlog(int backlog) { return ::listen(svr_sock_, backlog) == 0; }
+};
+
 HttpServer::HttpServer(ServerConfig config)
-    : config_(std::move(config)), http_(std::make_unique<httplib::Server>()) {
+    : config_(std::move(config)), http_(std::make_unique<Transport>()) {
   const auto n_threads = static_cast<size_t>(config_.max_concurrent_requests + kSpareThreads);
   http_->new_task_queue = [n_threads] { return new httplib::ThreadPool(n_threads); };
   http_->set_payload_max_length(config_.max_body_bytes);
@@ -73,6 +85,7 @@ Status HttpServer::bind() {
                    " (in use, or not an address of this machine)"};
     port_ = config_.port;
   }
+  if (!http_->raise_backlog(kListenBacklog)) return Error{"cannot listen on the bound socket"};
   return {};
 }
 

@@ -18,10 +18,6 @@
 #include "server/openai_service.h"
 #include "server/server_config.h"
 
-namespace httplib {
-class Server;
-}
-
 namespace trellis {
 
 class HttpServer {
@@ -44,10 +40,11 @@ class HttpServer {
   OpenAiService* service() { return service_.get(); }
 
  private:
+  class Transport;
   void add_routes();
 
   ServerConfig config_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<Transport> http_;
   std::unique_ptr<OpenAiService> service_;
   std::atomic<bool> ready_{false};
   int port_ = 0;
