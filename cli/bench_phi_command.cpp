@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/progress_bar.h"
+#include "bench_plot.h"
 #include "bench_report.h"
 #include "bench_support.h"
 #include "commands.h"
@@ -172,8 +173,9 @@ nlohmann::json figures_json(const std::vector<OpFigures>& reps) {
           {"generation_tokens_per_s_stddev", stats(tps).stddev}};
 }
 
-// results.json (everything) and results.csv (one row per point and cache mode) in the out folder.
-Status write_results(const std::string& requested_dir, const nlohmann::json& record) {
+// results.json (everything) and results.csv (one row per point and cache mode) in the out folder;
+// returns the folder.
+Result<std::string> write_results(const std::string& requested_dir, const nlohmann::json& record) {
   Result<std::string> dir = prepare_out_dir(requested_dir, record["bench"].get<std::string>());
   if (!dir.ok()) return dir.error();
   const std::vector<std::string> header = {"phi",
@@ -209,7 +211,7 @@ Status write_results(const std::string& requested_dir, const nlohmann::json& rec
   TRELLIS_TRY(write_file(*dir + "/results.json", record.dump(2) + "\n"));
   TRELLIS_TRY(write_file(*dir + "/results.csv", to_csv(header, rows)));
   std::fprintf(stderr, "results written to %s/ (results.json, results.csv)\n", dir->c_str());
-  return {};
+  return dir;
 }
 
 int run_phi(PhiArgs& args) {
@@ -321,9 +323,16 @@ int run_phi(PhiArgs& args) {
   Result<nlohmann::json> model = model_file_json(args.generator.model);
   out["model"] = model.ok() ? *model : nlohmann::json{{"path", args.generator.model}};
   if (args.json) std::printf("%s\n", out.dump().c_str());
-  if (Status written = write_results(args.out, out); !written.ok()) {
-    std::fprintf(stderr, "error: %s\n", written.error().message.c_str());
+  Result<std::string> dir = write_results(args.out, out);
+  if (!dir.ok()) {
+    std::fprintf(stderr, "error: %s\n", dir.error().message.c_str());
     return 1;
+  }
+  // A missing or failing gnuplot only warns: the figures are a convenience beside the data.
+  if (ttft) {
+    plot_ttft(*dir, out);
+  } else {
+    plot_phi(*dir, out);
   }
   for (const nlohmann::json& row : results) {
     if (!row["outputs_identical"].get<bool>()) {
@@ -345,7 +354,8 @@ void add_phi_options(CLI::App& cmd, const std::shared_ptr<PhiArgs>& args) {
   cmd.add_option("--reps", args->reps, "Repetitions per point")->capture_default_str();
   cmd.add_flag("--json", args->json, "Print one JSON object");
   cmd.add_option("--out", args->out,
-                 "Folder for results.json and results.csv (default bench-results/<bench>-<time>)");
+                 "Folder for results.json, results.csv and the PNG plot (default "
+                 "bench-results/<bench>-<time>)");
 }
 
 }  // namespace

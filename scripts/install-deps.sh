@@ -9,6 +9,7 @@ packages=(
   libpcre2-dev nlohmann-json3-dev libcli11-dev
   clang libclang-rt-dev
   g++-aarch64-linux-gnu qemu-user-static
+  gnuplot-nox  # PNG plots of `trellis bench` (optional: without it the benches only warn)
 )
 
 missing=()

@@ -460,6 +460,7 @@ void Engine::refresh_stats(int64_t n_new_preemptions, double plan_ms) {
   stats_.n_running = static_cast<int32_t>(scheduler_->running().size());
   stats_.n_waiting = static_cast<int32_t>(scheduler_->waiting().size());
   stats_.n_blocks_pinned = n_pinned_blocks_;
+  stats_.n_cache_leaves = cache_->tree().n_leaves();
   stats_.n_steps = scheduler_->n_steps();
   stats_.n_preemptions += n_new_preemptions;
   stats_.scheduler_ms += plan_ms;

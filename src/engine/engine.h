@@ -121,6 +121,7 @@ struct EngineStats {
   int32_t n_running = 0;
   int32_t n_waiting = 0;
   int32_t n_blocks_pinned = 0;
+  int64_t n_cache_leaves = 0;  // radix tree leaves: cached sequences that extend no other
   int64_t n_steps = 0;
   int64_t n_preemptions = 0;
   double scheduler_ms = 0;  // time spent planning steps, in total

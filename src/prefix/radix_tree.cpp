@@ -285,6 +285,8 @@ InsertResult RadixTree::insert(std::string_view ns, std::span<const TokenId> tok
       l->last_access = tick;
       l->id = next_id_++;
       ++n_nodes_;
+      // A new leaf; the node it hangs under stops being one (roots are never counted).
+      if (node->is_root() || !node->children.empty()) ++n_leaves_;
       node->children.emplace(l->tokens.front(), std::move(leaf));
       update_lru(node);
       update_lru(l);
@@ -348,6 +350,8 @@ int32_t RadixTree::evict(int32_t n_blocks, const EvictObserver& observer) {
     PrefixNode* parent = node->parent;
     parent->children.erase(node->tokens.front());  // destroys `node`
     --n_nodes_;
+    // One leaf gone; its parent becomes one when it was the last child.
+    if (parent->is_root() || !parent->children.empty()) --n_leaves_;
     if (parent->is_root() && parent->children.empty()) {
       roots_.erase(roots_.find(*parent->ns));  // an empty namespace keeps no root
     } else {
@@ -392,6 +396,7 @@ Status RadixTree::check_invariants() const {
   };
   std::unordered_map<BlockId, BlockUse> uses;
   int64_t n_nodes = 0;
+  int64_t n_leaves = 0;
   size_t n_in_lru = 0;
   auto fail = [](const PrefixNode* node, const std::string& what) {
     return Error{"radix tree: node [" + std::to_string(node->start) + "," +
@@ -443,6 +448,7 @@ Status RadixTree::check_invariants() const {
     }
     if (node->is_root()) continue;
     ++n_nodes;
+    if (node->children.empty()) ++n_leaves;
     const int32_t first_j = node->start / B;
     if (static_cast<int32_t>(node->blocks.size()) != node->end() / B - first_j)
       return fail(node, "holds " + std::to_string(node->blocks.size()) + " full blocks");
@@ -453,6 +459,7 @@ Status RadixTree::check_invariants() const {
     if (node->tail != kNoBlock) TRELLIS_TRY(use(node, node->tail, node->end() / B));
   }
   if (n_nodes != n_nodes_) return Error{"radix tree: node count is stale"};
+  if (n_leaves != n_leaves_) return Error{"radix tree: leaf count is stale"};
   if (n_in_lru != lru_.size()) return Error{"radix tree: the evictable set holds removed nodes"};
   for (const auto& [b, u] : uses) {
     if (pool_.tree_refs(b) != u.slots) {

@@ -195,6 +195,9 @@ class RadixTree {
   }
 
   int64_t n_nodes() const { return n_nodes_; }  // excluding the namespace roots
+  // Nodes without children (excluding the namespace roots): one per cached sequence that is not
+  // a prefix of another. O(1), kept up to date by insert and evict.
+  int64_t n_leaves() const { return n_leaves_; }
   // Namespaces with something cached (a namespace's root goes with its last node).
   int32_t n_namespaces() const { return static_cast<int32_t>(roots_.size()); }
   int32_t n_evictable_leaves() const { return static_cast<int32_t>(lru_.size()); }
@@ -228,6 +231,7 @@ class RadixTree {
   uint64_t clock_ = 0;
   uint64_t next_id_ = 0;
   int64_t n_nodes_ = 0;
+  int64_t n_leaves_ = 0;
 };
 
 }  // namespace trellis

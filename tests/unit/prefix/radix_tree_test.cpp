@@ -329,6 +329,36 @@ TEST(RadixTreeTest, EvictsLeastRecentlyUsedLeavesThenParentsInExactOrder) {
   expect_ok(tree);
 }
 
+TEST(RadixTreeTest, LeafCountFollowsInsertSplitAndEvict) {
+  BlockPool pool(11);
+  RadixTree tree(pool, kToken);
+  EXPECT_EQ(tree.n_leaves(), 0);
+  run_request(tree, pool, "", range(1, 8));
+  EXPECT_EQ(tree.n_leaves(), 1);
+  run_request(tree, pool, "", range(1, 10));  // extends the leaf: still one
+  EXPECT_EQ(tree.n_nodes(), 2);
+  EXPECT_EQ(tree.n_leaves(), 1);
+  run_request(tree, pool, "", concat(range(1, 5), {9, 9}));  // split at 5 inside block 1
+  EXPECT_EQ(tree.n_nodes(), 4);
+  EXPECT_EQ(tree.n_leaves(), 2);
+  run_request(tree, pool, "a", Tokens{7, 7, 7});  // another namespace: its own leaf
+  EXPECT_EQ(tree.n_leaves(), 3);
+  // Locking a match that ends inside an edge splits it: no new leaf.
+  tree.lock(tree.match_prefix("", range(1, 10), 2)).reset();
+  EXPECT_EQ(tree.n_leaves(), 3);
+  expect_ok(tree);
+
+  EvictionLog log;
+  EXPECT_EQ(tree.evict(1, log.observer()), 1);  // the oldest leaf: [8,10)
+  EXPECT_EQ(log.entries, (std::vector<std::string>{"[8,10) 9 blocks 2 freed 1"}));
+  EXPECT_EQ(tree.n_leaves(), 3);  // its parent [5,8) became a leaf in its place
+  expect_ok(tree);
+  tree.flush();
+  EXPECT_EQ(tree.n_leaves(), 0);
+  EXPECT_EQ(tree.n_nodes(), 0);
+  expect_ok(tree);
+}
+
 TEST(RadixTreeTest, EvictionOrderTieBreaks) {
   LeafKeyLess less;
   // Older first.
