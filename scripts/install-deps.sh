@@ -4,16 +4,22 @@
 set -euo pipefail
 
 packages=(
-  build-essential make cmake git pkg-config ca-certificates curl nodejs
+  build-essential make cmake git pkg-config ca-certificates
   libgtest-dev libgmock-dev libbenchmark-dev
-  libpcre2-dev nlohmann-json3-dev libcli11-dev
+  libpcre2-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
+  curl nodejs npm  # the server's tests drive it with curl and the `openai` npm client
   clang libclang-rt-dev
   g++-aarch64-linux-gnu qemu-user-static
   gnuplot-nox  # PNG plots of `trellis bench` (optional: without it the benches only warn)
 )
 
+# Tools that may come from elsewhere (a NodeSource nodejs bundles npm and conflicts with Debian's
+# npm package): present when their command is.
+declare -A commands=([nodejs]=node [npm]=npm [curl]=curl)
+
 missing=()
 for p in "${packages[@]}"; do
+  if [ -n "${commands[$p]:-}" ] && command -v "${commands[$p]}" >/dev/null; then continue; fi
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
