@@ -1,5 +1,7 @@
 # The two commands of the README, and a few conveniences for development.
-#   make run    install what is missing, build Release, run the main job on the default model
+#   make run    install what is missing, build Release, run the main job on the default model,
+#               then a short `bench phi` that plots what the prefix cache saves
+#   make serve  the same set-up, then the OpenAI-compatible server on the default model
 #   make test   install what is missing, build with -Werror, run every test, then again under
 #               AddressSanitizer + UndefinedBehaviorSanitizer, the concurrent parts under
 #               ThreadSanitizer, the NEON kernels cross-built for AArch64 and run under qemu,
@@ -13,12 +15,20 @@ TSAN_BUILD ?= build-tsan
 TSAN_TESTS ?= thread_pool_test engine_test engine_stress_test
 FUZZ_SECONDS ?= 60
 
-.PHONY: run test deps build unit-test asan-test tsan-test arm-check fuzz clean
+.PHONY: run serve test deps build unit-test asan-test tsan-test arm-check fuzz clean
 
 # `make run MODEL=path/to/model.gguf` runs the main job on a real model instead.
 MODEL ?=
 run: deps build
 	$(BUILD)/cli/trellis demo $(if $(MODEL),-m $(MODEL),)
+	@echo "== what the prefix cache saves: a short bench phi (cache off and on, same run)"
+	$(BUILD)/cli/trellis bench phi $(if $(MODEL),-m $(MODEL),) -L 256 -D 8 -N 2 --phi 0,0.5,max \
+	  --out bench-results/readme-phi
+
+# `make serve [MODEL=...] [SERVE_ARGS="--port 8080 --api-key KEY"]`: the OpenAI-compatible server.
+SERVE_ARGS ?=
+serve: deps build
+	$(BUILD)/cli/trellis serve $(if $(MODEL),-m $(MODEL),) $(SERVE_ARGS)
 
 test: deps unit-test asan-test tsan-test arm-check fuzz
 
