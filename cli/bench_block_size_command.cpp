@@ -166,9 +166,8 @@ Result<std::vector<int32_t>> parse_list(const std::string& list, const char* fla
   return values;
 }
 
-Result<std::string> write_results(const std::string& requested_dir, const nlohmann::json& record) {
-  Result<std::string> dir = prepare_out_dir(requested_dir, "block-size");
-  if (!dir.ok()) return dir.error();
+// results.csv: one row per (B, mode, L) point.
+CsvTable results_table(const nlohmann::json& record) {
   const std::vector<std::string> header = {
       "B",       "mode",          "L", "leaves", "leaves_stddev", "shared_tokens", "cached_tokens",
       "ttft_ms", "ttft_ms_stddev"};
@@ -180,10 +179,7 @@ Result<std::string> write_results(const std::string& requested_dir, const nlohma
       row.push_back(p[key].dump());
     rows.push_back(std::move(row));
   }
-  TRELLIS_TRY(write_file(*dir + "/results.json", record.dump(2) + "\n"));
-  TRELLIS_TRY(write_file(*dir + "/results.csv", to_csv(header, rows)));
-  std::fprintf(stderr, "results written to %s/ (results.json, results.csv)\n", dir->c_str());
-  return dir;
+  return {header, rows};
 }
 
 int run_block_size(BlockSizeArgs& args) {
@@ -297,7 +293,7 @@ int run_block_size(BlockSizeArgs& args) {
   Result<nlohmann::json> model = model_file_json(args.generator.model);
   out["model"] = model.ok() ? *model : nlohmann::json{{"path", args.generator.model}};
   if (args.json) std::printf("%s\n", out.dump().c_str());
-  Result<std::string> dir = write_results(args.out, out);
+  Result<std::string> dir = write_results(args.out, "block-size", out, results_table(out));
   if (!dir.ok()) {
     std::fprintf(stderr, "error: %s\n", dir.error().message.c_str());
     return 1;

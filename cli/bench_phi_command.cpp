@@ -173,11 +173,8 @@ nlohmann::json figures_json(const std::vector<OpFigures>& reps) {
           {"generation_tokens_per_s_stddev", stats(tps).stddev}};
 }
 
-// results.json (everything) and results.csv (one row per point and cache mode) in the out folder;
-// returns the folder.
-Result<std::string> write_results(const std::string& requested_dir, const nlohmann::json& record) {
-  Result<std::string> dir = prepare_out_dir(requested_dir, record["bench"].get<std::string>());
-  if (!dir.ok()) return dir.error();
+// results.csv: one row per point and cache mode.
+CsvTable results_table(const nlohmann::json& record) {
   const std::vector<std::string> header = {"phi",
                                            "effective_phi",
                                            "shared_tokens",
@@ -208,10 +205,7 @@ Result<std::string> write_results(const std::string& requested_dir, const nlohma
       rows.push_back(std::move(row));
     }
   }
-  TRELLIS_TRY(write_file(*dir + "/results.json", record.dump(2) + "\n"));
-  TRELLIS_TRY(write_file(*dir + "/results.csv", to_csv(header, rows)));
-  std::fprintf(stderr, "results written to %s/ (results.json, results.csv)\n", dir->c_str());
-  return dir;
+  return {header, rows};
 }
 
 int run_phi(PhiArgs& args) {
@@ -323,7 +317,8 @@ int run_phi(PhiArgs& args) {
   Result<nlohmann::json> model = model_file_json(args.generator.model);
   out["model"] = model.ok() ? *model : nlohmann::json{{"path", args.generator.model}};
   if (args.json) std::printf("%s\n", out.dump().c_str());
-  Result<std::string> dir = write_results(args.out, out);
+  Result<std::string> dir =
+      write_results(args.out, out["bench"].get<std::string>(), out, results_table(out));
   if (!dir.ok()) {
     std::fprintf(stderr, "error: %s\n", dir.error().message.c_str());
     return 1;

@@ -3,6 +3,7 @@
 #include <sys/utsname.h>
 
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -92,6 +93,26 @@ Status write_file(const std::string& path, const std::string& content) {
   out.close();
   if (!out) return Error{path + ": cannot write"};
   return {};
+}
+
+CsvTable csv_table(const nlohmann::json& items, std::vector<std::string> header) {
+  CsvTable table{std::move(header), {}};
+  for (const nlohmann::json& item : items) {
+    std::vector<std::string> row = {item[table.header[0]].get<std::string>()};
+    for (size_t i = 1; i < table.header.size(); ++i) row.push_back(item[table.header[i]].dump());
+    table.rows.push_back(std::move(row));
+  }
+  return table;
+}
+
+Result<std::string> write_results(const std::string& requested_dir, const std::string& bench,
+                                  const nlohmann::json& record, const CsvTable& table) {
+  Result<std::string> dir = prepare_out_dir(requested_dir, bench);
+  if (!dir.ok()) return dir.error();
+  TRELLIS_TRY(write_file(*dir + "/results.json", record.dump(2) + "\n"));
+  TRELLIS_TRY(write_file(*dir + "/results.csv", to_csv(table.header, table.rows)));
+  std::fprintf(stderr, "results written to %s/ (results.json, results.csv)\n", dir->c_str());
+  return dir;
 }
 
 }  // namespace trellis::cli

@@ -26,4 +26,19 @@ std::string to_csv(const std::vector<std::string>& header,
 
 Status write_file(const std::string& path, const std::string& content);
 
+// The CSV form of a benchmark's record: one row per point or run.
+struct CsvTable {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+};
+
+// One row per element of `items`: the string field header[0] as is, then the JSON text of each
+// other header field.
+CsvTable csv_table(const nlohmann::json& items, std::vector<std::string> header);
+
+// Writes results.json (the record) and results.csv (the table) into prepare_out_dir(requested,
+// bench), says where on stderr, and returns the folder.
+Result<std::string> write_results(const std::string& requested_dir, const std::string& bench,
+                                  const nlohmann::json& record, const CsvTable& table);
+
 }  // namespace trellis::cli

@@ -112,6 +112,7 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
   speed->callback([&exit_code, args] { exit_code = run_speed(*args); });
   add_bench_phi_command(*bench, exit_code);
   add_bench_workload_command(*bench, exit_code);
+  add_bench_server_command(*bench, exit_code);
   add_bench_block_size_command(*bench, exit_code);
 }
 

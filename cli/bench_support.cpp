@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace trellis::cli {
@@ -17,6 +18,13 @@ Stats stats(const std::vector<double>& values) {
     s.stddev = std::sqrt(sq / static_cast<double>(values.size() - 1));
   }
   return s;
+}
+
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const auto k = static_cast<size_t>(p * static_cast<double>(values.size() - 1) + 0.5);
+  return values[std::min(k, values.size() - 1)];
 }
 
 uint64_t peak_rss_bytes() {

@@ -14,6 +14,9 @@ struct Stats {
 };
 Stats stats(const std::vector<double>& values);
 
+// The value at fraction p in [0, 1] of the sorted values (nearest rank); 0 when empty.
+double percentile(std::vector<double> values, double p);
+
 uint64_t peak_rss_bytes();
 
 // Heap allocations (operator new) made by the process so far (see alloc_hook.cpp).

@@ -91,13 +91,6 @@ struct RunFigures {
   double tokens_per_s() const { return wall_ms > 0 ? generated * 1000.0 / wall_ms : 0; }
 };
 
-double percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const auto k = static_cast<size_t>(p * static_cast<double>(values.size() - 1) + 0.5);
-  return values[std::min(k, values.size() - 1)];
-}
-
 Status checked(const RequestOutput& out) {
   if (out.finish_reason == "error") return Error{out.error};
   return {};
@@ -301,11 +294,8 @@ nlohmann::json sizes_json(Workload workload, const WorkloadSizes& s) {
   return j;
 }
 
-// results.json (everything) and results.csv (one row per run) in the out folder.
-Status write_results(const std::string& requested_dir, const std::string& name,
-                     const nlohmann::json& record) {
-  Result<std::string> dir = prepare_out_dir(requested_dir, name);
-  if (!dir.ok()) return dir.error();
+// results.csv: one row per run (with the spread columns when there were repetitions).
+CsvTable results_table(const nlohmann::json& record) {
   std::vector<std::string> header = {"run",
                                      "prompt_tokens",
                                      "cached_tokens",
@@ -320,16 +310,7 @@ Status write_results(const std::string& requested_dir, const std::string& name,
     header.insert(header.end(),
                   {"reps", "generation_tokens_per_s_stddev", "latency_ms_mean_stddev"});
   }
-  std::vector<std::vector<std::string>> rows;
-  for (const nlohmann::json& r : record["runs"]) {
-    std::vector<std::string> row = {r["run"].get<std::string>()};
-    for (size_t i = 1; i < header.size(); ++i) row.push_back(r[header[i]].dump());
-    rows.push_back(std::move(row));
-  }
-  TRELLIS_TRY(write_file(*dir + "/results.json", record.dump(2) + "\n"));
-  TRELLIS_TRY(write_file(*dir + "/results.csv", to_csv(header, rows)));
-  std::fprintf(stderr, "results written to %s/ (results.json, results.csv)\n", dir->c_str());
-  return {};
+  return csv_table(record["runs"], std::move(header));
 }
 
 void print_table(const WorkloadArgs& args, Workload workload, const nlohmann::json& rows) {
@@ -407,7 +388,9 @@ int run_workload_command(WorkloadArgs& args) {
   if (*workload == Workload::TREE_OF_THOUGHT) record["note"] = kForkNote;
   Result<nlohmann::json> model = model_file_json(args.generator.model);
   record["model"] = model.ok() ? *model : nlohmann::json{{"path", args.generator.model}};
-  if (Status written = write_results(args.out, "workload-" + args.name, record); !written.ok()) {
+  if (Result<std::string> written =
+          write_results(args.out, "workload-" + args.name, record, results_table(record));
+      !written.ok()) {
     std::fprintf(stderr, "error: %s\n", written.error().message.c_str());
     return 1;
   }

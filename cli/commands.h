@@ -17,6 +17,8 @@ void add_serve_command(CLI::App& app, int& exit_code);
 void add_bench_phi_command(CLI::App& bench, int& exit_code);
 // `trellis bench workload NAME`.
 void add_bench_workload_command(CLI::App& bench, int& exit_code);
+// `trellis bench server`: concurrent chat clients over HTTP, cache off vs on.
+void add_bench_server_command(CLI::App& bench, int& exit_code);
 // `trellis bench block-size`.
 void add_bench_block_size_command(CLI::App& bench, int& exit_code);
 

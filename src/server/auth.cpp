@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <span>
 
+#include "base/ascii.h"
 #include "base/sha256.h"
 
 namespace trellis {
@@ -15,23 +16,13 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 std::optional<std::string> bearer_token(std::string_view authorization) {
   authorization = trim(authorization);
   const size_t space = authorization.find(' ');
   if (space == std::string_view::npos) return std::nullopt;
-  if (!iequals(authorization.substr(0, space), "bearer")) return std::nullopt;
+  if (!iequals_ascii(authorization.substr(0, space), "bearer")) return std::nullopt;
   const std::string_view token = trim(authorization.substr(space + 1));
   if (token.empty()) return std::nullopt;
   return std::string(token);

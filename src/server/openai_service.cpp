@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
+#include <type_traits>
 
 #include "sample/rng.h"
 #include "server/auth.h"
@@ -154,41 +155,51 @@ ApiResult<int32_t> OpenAiService::max_tokens_for(int32_t n_prompt, std::optional
   return requested ? *requested : std::min(fallback, room);
 }
 
-ApiResult<OpenAiService::Generation> OpenAiService::prepare_completion(std::string_view body,
-                                                                       std::string_view api_key) {
-  ApiResult<CompletionRequest> parsed = parse_completion_request(body, limits_);
-  if (!parsed.ok()) return parsed.error();
-  CompletionRequest& req = *parsed;
-  if (Status model = check_model(req.model); !model.ok())
-    return not_found_error(model.error().message, "model_not_found");
-  if (req.stream && req.logprobs)
+// The fields both endpoints share; `prompt` is already tokenized, `top_logprobs` is nullopt when
+// the request asked for no logprobs.
+template <typename ParsedRequest>
+ApiResult<OpenAiService::Generation> OpenAiService::make_generation(
+    const ParsedRequest& req, std::vector<TokenId> prompt, std::optional<int32_t> top_logprobs,
+    int32_t default_max_tokens, std::string_view api_key) {
+  if (req.stream && top_logprobs)
     return invalid_request_error("logprobs are not supported with stream yet", "logprobs");
   Generation g;
-  if (const auto* text = std::get_if<std::string>(&req.prompt)) {
-    g.request.prompt = engine_.tokenizer().encode(*text, /*add_special=*/true,
-                                                  /*parse_special=*/true);
-    if (g.request.prompt.empty())
-      return invalid_request_error("the prompt has no tokens", "prompt");
-  } else {
-    g.request.prompt = std::get<std::vector<TokenId>>(req.prompt);
-  }
-  ApiResult<int32_t> max_tokens = max_tokens_for(static_cast<int32_t>(g.request.prompt.size()),
-                                                 req.max_tokens, kDefaultCompletionTokens);
+  g.chat = std::is_same_v<ParsedRequest, ChatCompletionRequest>;
+  ApiResult<int32_t> max_tokens =
+      max_tokens_for(static_cast<int32_t>(prompt.size()), req.max_tokens, default_max_tokens);
   if (!max_tokens.ok()) return max_tokens.error();
   ApiResult<SamplingParams> sampling = to_sampling_params(req.sampling, next_seed());
   if (!sampling.ok()) return sampling.error();
-  g.header = {next_id("cmpl"), unix_seconds(), config_.model_id};
+  g.header = {next_id(g.chat ? "chatcmpl" : "cmpl"), unix_seconds(), config_.model_id};
+  g.request.prompt = std::move(prompt);
   g.request.sampling = *sampling;
   g.request.max_tokens = *max_tokens;
   g.request.stop = req.stop;
   g.request.ignore_eos = req.ignore_eos;
   g.request.cache_namespace = cache_namespace_for(config_.cache_isolation, api_key, req.cache_salt);
-  g.request.return_logits = req.logprobs.has_value();
+  g.request.return_logits = top_logprobs.has_value();
   g.n = req.n;
   g.stream = req.stream;
   g.include_usage = req.include_usage;
-  g.top_logprobs = req.logprobs;
+  g.top_logprobs = top_logprobs;
   return g;
+}
+
+ApiResult<OpenAiService::Generation> OpenAiService::prepare_completion(std::string_view body,
+                                                                       std::string_view api_key) {
+  ApiResult<CompletionRequest> parsed = parse_completion_request(body, limits_);
+  if (!parsed.ok()) return parsed.error();
+  const CompletionRequest& req = *parsed;
+  if (Status model = check_model(req.model); !model.ok())
+    return not_found_error(model.error().message, "model_not_found");
+  std::vector<TokenId> prompt;
+  if (const auto* text = std::get_if<std::string>(&req.prompt)) {
+    prompt = engine_.tokenizer().encode(*text, /*add_special=*/true, /*parse_special=*/true);
+    if (prompt.empty()) return invalid_request_error("the prompt has no tokens", "prompt");
+  } else {
+    prompt = std::get<std::vector<TokenId>>(req.prompt);
+  }
+  return make_generation(req, std::move(prompt), req.logprobs, kDefaultCompletionTokens, api_key);
 }
 
 ApiResult<std::vector<TokenId>> OpenAiService::render_chat_prompt(
@@ -220,33 +231,15 @@ ApiResult<OpenAiService::Generation> OpenAiService::prepare_chat(std::string_vie
                                                                  std::string_view api_key) {
   ApiResult<ChatCompletionRequest> parsed = parse_chat_completion_request(body, limits_);
   if (!parsed.ok()) return parsed.error();
-  ChatCompletionRequest& req = *parsed;
+  const ChatCompletionRequest& req = *parsed;
   if (Status model = check_model(req.model); !model.ok())
     return not_found_error(model.error().message, "model_not_found");
-  if (req.stream && req.logprobs)
-    return invalid_request_error("logprobs are not supported with stream yet", "logprobs");
   ApiResult<std::vector<TokenId>> prompt = render_chat_prompt(req);
   if (!prompt.ok()) return prompt.error();
-  Generation g;
-  g.request.prompt = std::move(prompt).value();
-  const auto n_prompt = static_cast<int32_t>(g.request.prompt.size());
-  ApiResult<int32_t> max_tokens = max_tokens_for(n_prompt, req.max_tokens, engine_.n_ctx());
-  if (!max_tokens.ok()) return max_tokens.error();
-  ApiResult<SamplingParams> sampling = to_sampling_params(req.sampling, next_seed());
-  if (!sampling.ok()) return sampling.error();
-  g.header = {next_id("chatcmpl"), unix_seconds(), config_.model_id};
-  g.chat = true;
-  g.request.sampling = *sampling;
-  g.request.max_tokens = *max_tokens;
-  g.request.stop = req.stop;
-  g.request.ignore_eos = req.ignore_eos;
-  g.request.cache_namespace = cache_namespace_for(config_.cache_isolation, api_key, req.cache_salt);
-  g.request.return_logits = req.logprobs;
-  g.n = req.n;
-  g.stream = req.stream;
-  g.include_usage = req.include_usage;
-  if (req.logprobs) g.top_logprobs = req.top_logprobs;
-  return g;
+  // A chat reply may run to the end of the context unless the client says otherwise.
+  return make_generation(req, std::move(prompt).value(),
+                         req.logprobs ? std::optional<int32_t>(req.top_logprobs) : std::nullopt,
+                         engine_.n_ctx(), api_key);
 }
 
 ApiResponse OpenAiService::completions(std::string_view body, std::string_view api_key) {

@@ -70,6 +70,10 @@ class OpenAiService {
   class Stream;
 
   ApiResponse generate(ApiResult<Generation> generation);
+  template <typename ParsedRequest>
+  ApiResult<Generation> make_generation(const ParsedRequest& req, std::vector<TokenId> prompt,
+                                        std::optional<int32_t> top_logprobs,
+                                        int32_t default_max_tokens, std::string_view api_key);
   ApiResult<Generation> prepare_completion(std::string_view body, std::string_view api_key);
   ApiResult<Generation> prepare_chat(std::string_view body, std::string_view api_key);
   ApiResult<std::vector<TokenId>> render_chat_prompt(const ChatCompletionRequest& request) const;

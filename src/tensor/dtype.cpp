@@ -4,6 +4,8 @@
 #include <cassert>
 #include <cctype>
 
+#include "base/ascii.h"
+
 namespace trellis {
 namespace {
 
@@ -20,16 +22,6 @@ constexpr std::array kDTypes = {
     DTypeInfo{DType::I32, "i32", 1, 4},       DTypeInfo{DType::I64, "i64", 1, 8},
     DTypeInfo{DType::F64, "f64", 1, 8},       DTypeInfo{DType::BF16, "bf16", 1, 2},
 };
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -52,7 +44,7 @@ std::string_view dtype_name(DType type) {
 
 std::optional<DType> dtype_from_name(std::string_view name) {
   for (const DTypeInfo& info : kDTypes) {
-    if (iequals(info.name, name)) return info.type;
+    if (iequals_ascii(info.name, name)) return info.type;
   }
   return std::nullopt;
 }

@@ -14,30 +14,17 @@
 #include <string>
 #include <utility>
 
+#include "cli_runner.h"
 #include "test_support.h"
 
 namespace trellis {
 namespace {
 
+using testing::CommandResult;
+using testing::run_cli;
+using testing::run_shell;
+
 namespace fs = std::filesystem;
-
-struct CommandResult {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
-
-// `env` is a prefix of shell variable assignments for the command ("PATH=... ").
-CommandResult run_cli(const std::string& args, const std::string& env = "") {
-  const std::string command = env + std::string(TRELLIS_CLI_PATH) + " " + args + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return {-1, "popen failed"};
-  std::string output;
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) output.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
 
 bool have_gnuplot() {
   return std::system("command -v gnuplot >/dev/null 2>&1") == 0;
@@ -109,7 +96,7 @@ TEST_F(BenchPlotTest, WithoutGnuplotTheBenchWarnsAndSucceeds) {
   // No PATH entry holds gnuplot (the binary itself is started by its absolute path).
   const CommandResult run =
       run_cli("bench ttft -m " + model_ + " -L 32 --block-size 8 --phi 0,max --reps 1 --out " + dir,
-              "PATH=/nonexistent ");
+              /*with_stderr=*/true, "PATH=/nonexistent ");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("gnuplot not found: plots skipped; install gnuplot-nox"),
             std::string::npos)

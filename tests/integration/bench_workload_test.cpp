@@ -12,29 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "cli_runner.h"
 #include "test_support.h"
 
 namespace trellis {
 namespace {
 
-struct CommandResult {
-  int exit_code;
-  std::string output;
-};
-
-// stdout and stderr together, or stdout alone (stderr dropped).
-CommandResult run_cli(const std::string& args, bool with_stderr = true) {
-  std::string command =
-      std::string(TRELLIS_CLI_PATH) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return {-1, "popen failed"};
-  std::string output;
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) output.append(buf.data(), n);
-  int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+using testing::CommandResult;
+using testing::run_cli;
+using testing::run_shell;
 
 std::vector<std::string> read_lines(const std::string& path) {
   std::ifstream in(path);

@@ -8,29 +8,15 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli_runner.h"
 #include "test_support.h"
 
 namespace trellis {
 namespace {
 
-struct CommandResult {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
-
-// stdout and stderr together, or stdout alone (stderr dropped).
-CommandResult run_cli(const std::string& args, bool with_stderr = true) {
-  std::string command =
-      std::string(TRELLIS_CLI_PATH) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return {-1, "popen failed"};
-  std::string output;
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) output.append(buf.data(), n);
-  int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+using testing::CommandResult;
+using testing::run_cli;
+using testing::run_shell;
 
 std::string stdout_only(const std::string& args) {
   return run_cli(args, false).output;
@@ -117,6 +103,10 @@ TEST(Cli, TokenizesWithARealVocab) {
 
 namespace trellis {
 namespace {
+
+using testing::CommandResult;
+using testing::run_cli;
+using testing::run_shell;
 
 std::string stories_model() {
   return testing::shared_dir() + "/models/stories260K.gguf";

@@ -26,10 +26,15 @@
 #include <thread>
 #include <vector>
 
+#include "cli_runner.h"
 #include "test_support.h"
 
 namespace trellis {
 namespace {
+
+using testing::CommandResult;
+using testing::run_cli;
+using testing::run_shell;
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -51,23 +56,6 @@ std::string shell_quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
-}
-
-struct CommandResult {
-  int exit_code;
-  std::string output;
-};
-
-// Runs a shell command; stdout only (stderr goes where the command line sends it).
-CommandResult run_shell(const std::string& command) {
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return {-1, "popen failed"};
-  std::string output;
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) output.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
 
 bool have_program(const std::string& name) {

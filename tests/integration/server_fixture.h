@@ -50,6 +50,25 @@ inline std::vector<std::string> sse_payloads(const std::string& body) {
   return out;
 }
 
+// A greedy streaming POST /v1/completions (ignore_eos) whose bytes go to `receiver`, which may
+// return false to hang up.
+inline httplib::Request streaming_completion(const nlohmann::json& prompt, int max_tokens,
+                                             httplib::ContentReceiverWithProgress receiver) {
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.set_header("Content-Type", "application/json");
+  req.body = nlohmann::json{
+      {"prompt", prompt},
+      {"max_tokens", max_tokens},
+      {"temperature", 0},
+      {"ignore_eos", true},
+      {"stream",
+       true}}.dump();
+  req.content_receiver = std::move(receiver);
+  return req;
+}
+
 class TestServer {
  public:
   explicit TestServer(ServerConfig config = {}, EngineConfig engine_config = default_engine()) {

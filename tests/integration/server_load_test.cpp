@@ -36,23 +36,14 @@ TEST(ServerLoadTest, ConcurrentStreamsWithDisconnects) {
       for (int i = 0; i < 6; ++i) prompt.push_back(300 + (c * 6 + i) % 200);
       prompt_tokens += static_cast<int64_t>(prompt.size());
       httplib::Client client = server.client();
-      httplib::Request req;
-      req.method = "POST";
-      req.path = "/v1/completions";
-      req.set_header("Content-Type", "application/json");
-      req.body = json{
-          {"prompt", prompt},
-          {"max_tokens", leaves ? 1500 : kMaxTokens},
-          {"temperature", 0},
-          {"ignore_eos", true},
-          {"stream",
-           true}}.dump();
       std::string body;
       int chunks = 0;
-      req.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
-        body.append(data, size);
-        return !(leaves && ++chunks >= 3);  // a leaving client hangs up after a few events
-      };
+      httplib::Request req = streaming_completion(
+          prompt, leaves ? 1500 : kMaxTokens,
+          [&](const char* data, size_t size, uint64_t, uint64_t) {
+            body.append(data, size);
+            return !(leaves && ++chunks >= 3);  // a leaving client hangs up after a few events
+          });
       httplib::Result r = client.send(req);
       if (leaves) {
         ++left;

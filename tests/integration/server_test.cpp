@@ -328,23 +328,13 @@ std::thread hold_stream(TestServer& server, std::atomic<bool>& release, std::ato
                         bool disconnect_early) {
   std::thread t([&server, &release, &started, disconnect_early] {
     httplib::Client client = server.client();
-    httplib::Request req;
-    req.method = "POST";
-    req.path = "/v1/completions";
-    req.set_header("Content-Type", "application/json");
-    req.body = json{
-        {"prompt", "A long story"},
-        {"max_tokens", 4000},
-        {"temperature", 0},
-        {"ignore_eos", true},
-        {"stream",
-         true}}.dump();
-    req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
-      started = true;
-      if (disconnect_early) return false;  // the client goes away mid-stream
-      while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      return true;
-    };
+    httplib::Request req =
+        streaming_completion("A long story", 4000, [&](const char*, size_t, uint64_t, uint64_t) {
+          started = true;
+          if (disconnect_early) return false;  // the client goes away mid-stream
+          while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          return true;
+        });
     client.send(req);
     started = true;
   });
