@@ -12,7 +12,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 # Test binaries of code that runs on several threads; they run again under ThreadSanitizer.
-TSAN_TESTS ?= thread_pool_test engine_test engine_stress_test
+TSAN_TESTS ?= thread_pool_test engine_test engine_stress_test server_test server_load_test
 FUZZ_SECONDS ?= 60
 
 .PHONY: run serve test deps build unit-test asan-test tsan-test arm-check fuzz clean
@@ -53,7 +53,8 @@ tsan-test:
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRELLIS_WERROR=ON -DTRELLIS_TSAN=ON \
 	  -DTRELLIS_BUILD_BENCH=OFF
 	cmake --build $(TSAN_BUILD) -j$(JOBS) --target $(TSAN_TESTS)
-	set -e; for t in $(TSAN_TESTS); do $(TSAN_BUILD)/tests/$$t; done
+	set -e; for t in $(TSAN_TESTS); do \
+	  TSAN_OPTIONS=suppressions=$(CURDIR)/tests/tsan.supp $(TSAN_BUILD)/tests/$$t; done
 
 arm-check:
 	scripts/arm-check.sh
