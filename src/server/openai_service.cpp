@@ -268,19 +268,14 @@ ApiResponse OpenAiService::generate(ApiResult<Generation> generation) {
 
 ApiResult<std::vector<RequestHandle>> OpenAiService::start(
     Generation& g, std::function<void(int32_t, std::string_view)> on_text) {
-  Result<std::vector<RequestHandle>> handles = Error{""};
-  if (g.n == 1) {
+  Result<std::vector<RequestHandle>> handles = [&]() -> Result<std::vector<RequestHandle>> {
+    if (g.n > 1) return engine_.fork(g.request, g.n, std::move(on_text));
     std::function<void(std::string_view)> text;
     if (on_text) text = [on_text](std::string_view piece) { on_text(0, piece); };
     Result<RequestHandle> handle = engine_.submit(g.request, std::move(text));
-    if (handle.ok()) {
-      handles = std::vector<RequestHandle>{*handle};
-    } else {
-      handles = handle.error();
-    }
-  } else {
-    handles = engine_.fork(g.request, g.n, std::move(on_text));
-  }
+    if (!handle.ok()) return handle.error();
+    return std::vector<RequestHandle>{*handle};
+  }();
   if (!handles.ok()) return invalid_request_error(handles.error().message, "prompt");
   std::lock_guard<std::mutex> lock(active_mutex_);
   if (shutting_down_) {  // shutdown began after the check in generate(): cancel at once
@@ -383,7 +378,12 @@ ApiResponse OpenAiService::run_stream(std::shared_ptr<Generation> g,
     std::vector<int64_t> offsets(handles.size(), 0);
     Clock::time_point last_write = Clock::now();
     while (connected) {
-      for (auto& [index, text] : pieces->take(kStreamPoll)) {
+      // Checked before taking the text: the engine hands a request's last text over before it
+      // marks the request finished, so once all are finished the queue holds everything left.
+      const bool all_finished = std::all_of(handles.begin(), handles.end(),
+                                            [](const RequestHandle& h) { return h.finished(); });
+      for (auto& [index, text] :
+           pieces->take(all_finished ? std::chrono::milliseconds(0) : kStreamPoll)) {
         ChoiceResult choice;
         choice.index = index;
         choice.text = std::move(text);
@@ -393,14 +393,7 @@ ApiResponse OpenAiService::run_stream(std::shared_ptr<Generation> g,
                               : completion_chunk_json(g->header, choice)));
         last_write = Clock::now();
       }
-      const bool all_finished = std::all_of(handles.begin(), handles.end(),
-                                            [](const RequestHandle& h) { return h.finished(); });
-      if (all_finished) {
-        auto rest = pieces->take(std::chrono::milliseconds(0));
-        if (rest.empty()) break;
-        for (auto& piece : rest) pieces->push(piece.first, piece.second);  // next round sends them
-        continue;
-      }
+      if (all_finished) break;
       if (Clock::now() - last_write >= kKeepAlive) {
         send(": keep-alive\n\n");
         last_write = Clock::now();
