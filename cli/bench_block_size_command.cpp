@@ -143,7 +143,7 @@ Result<OpFigures> run_op(BlockSizeArgs& args, int32_t B, Mode mode, int32_t L) {
     Result<RequestHandle> h = engine->submit(std::move(request));
     if (!h.ok()) return h.error();
     const RequestOutput& out = h->wait();
-    if (out.finish_reason == "error") return Error{out.error};
+    if (out.finish_reason == FinishReason::ERROR) return Error{out.error};
     op.ttft_ms += out.stats.ttft_ms / args.n_probes;
     op.cached_tokens += static_cast<double>(out.stats.n_cached_tokens) / args.n_probes;
     op.shared_tokens += static_cast<double>(w.probe_shared[q]) / args.n_probes;

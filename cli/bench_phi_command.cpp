@@ -139,7 +139,7 @@ Result<OpFigures> run_op(PhiArgs& args, const PhiPoint& point, bool cache_on) {
   OpFigures op;
   int64_t generated = 0;
   for (const RequestOutput& out : outputs) {
-    if (out.finish_reason == "error") return Error{out.error};
+    if (out.finish_reason == FinishReason::ERROR) return Error{out.error};
     const RequestStats& s = out.stats;
     generated += s.n_generated_tokens;
     op.prefill_tokens += s.n_prompt_tokens - s.n_cached_tokens;

@@ -92,7 +92,7 @@ struct RunFigures {
 };
 
 Status checked(const RequestOutput& out) {
-  if (out.finish_reason == "error") return Error{out.error};
+  if (out.finish_reason == FinishReason::ERROR) return Error{out.error};
   return {};
 }
 

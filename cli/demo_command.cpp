@@ -4,7 +4,7 @@
 #include <string>
 
 #include "commands.h"
-#include "generator_options.h"
+#include "engine_options.h"
 #include "model_summary.h"
 
 namespace trellis::cli {
@@ -21,7 +21,7 @@ void print_tokens(const Tokenizer& tok, const std::vector<TokenId>& ids) {
   std::printf("\n\n");
 }
 
-int run_demo(GeneratorOptions& options) {
+int run_demo(EngineOptions& options) {
   const bool own_model = options.model.empty();
   if (own_model) {
     options.model = default_model_path();
@@ -31,16 +31,15 @@ int run_demo(GeneratorOptions& options) {
       return 1;
     }
   }
-  std::unique_ptr<Generator> generator = options.open();
-  if (!generator) return 1;
-  Generator& gen = *generator;
-  std::printf("== model\n%s\n", model_summary_text(gen.file()).c_str());
-  GenerationRequest request;
+  std::unique_ptr<Engine> engine = options.open_engine();
+  if (!engine) return 1;
+  std::printf("== model\n%s\n", model_summary_text(engine->file()).c_str());
+  EngineRequest request;
   request.prompt =
-      gen.tokenizer().encode(kSamplePrompt, /*add_special=*/true, /*parse_special=*/false);
-  print_tokens(gen.tokenizer(), request.prompt);
+      engine->tokenizer().encode(kSamplePrompt, /*add_special=*/true, /*parse_special=*/false);
+  print_tokens(engine->tokenizer(), request.prompt);
 
-  std::printf("== generating 32 tokens (greedy) on %d threads\n", gen.n_threads());
+  std::printf("== generating 32 tokens (greedy) on %d threads\n", engine->n_threads());
   if (own_model) {
     std::printf("(the default model has random weights: expect fluent nonsense, not meaning)\n");
   }
@@ -48,20 +47,22 @@ int run_demo(GeneratorOptions& options) {
   request.sampling.temperature = 0.0f;
   request.ignore_eos = true;
   std::printf("%s", kSamplePrompt);
-  Result<GenerationResult> result = gen.generate(request, [](std::string_view text) {
-    print_streamed(text);
-    return true;
-  });
-  if (!result.ok()) {
-    std::fprintf(stderr, "\nerror: %s\n", result.error().message.c_str());
+  Result<RequestHandle> handle = engine->submit(std::move(request), print_streamed);
+  if (!handle.ok()) {
+    std::fprintf(stderr, "\nerror: %s\n", handle.error().message.c_str());
     return 1;
   }
-  const GenerationTimings& t = result->timings;
+  const RequestOutput& out = handle->wait();
+  if (out.finish_reason == FinishReason::ERROR) {
+    std::fprintf(stderr, "\nerror: %s\n", out.error.c_str());
+    return 1;
+  }
+  const RequestStats& s = out.stats;
   std::printf(
       "\n\nprompt: %d tokens at %.1f tokens/s; generation: %d tokens at %.1f tokens/s; "
       "first token after %.0f ms\n",
-      t.n_prompt_tokens, t.prompt_tokens_per_s(), t.n_generated_tokens, t.generation_tokens_per_s(),
-      t.ttft_ms);
+      s.n_prompt_tokens, s.prefill_tokens_per_s(), s.n_generated_tokens, s.decode_tokens_per_s(),
+      s.ttft_ms);
   return 0;
 }
 
@@ -70,7 +71,7 @@ int run_demo(GeneratorOptions& options) {
 void add_demo_command(CLI::App& app, int& exit_code) {
   CLI::App* demo =
       app.add_subcommand("demo", "Show the engine at work on the default model (or -m FILE)");
-  auto options = std::make_shared<GeneratorOptions>();
+  auto options = std::make_shared<EngineOptions>();
   options->add_to(*demo, /*model_required=*/false);
   demo->callback([&exit_code, options] { exit_code = run_demo(*options); });
 }

@@ -10,13 +10,13 @@
 #include <vector>
 
 #include "commands.h"
-#include "generator_options.h"
+#include "engine_options.h"
 
 namespace trellis::cli {
 namespace {
 
 struct GenerateArgs {
-  GeneratorOptions generator;
+  EngineOptions engine;
   std::vector<std::string> prompts;
   std::vector<std::string> stop;
   std::string prompts_file;
@@ -73,17 +73,12 @@ Result<std::vector<PromptInput>> read_prompts_file(const std::string& path) {
 }
 
 nlohmann::json timings_json(const RequestStats& s) {
-  const double prompt_ms = s.ttft_ms - s.queue_ms;
-  const double generation_ms = s.total_ms - s.ttft_ms;
-  const int32_t n_prefill = s.n_prompt_tokens - s.n_cached_tokens;
-  // The first token comes out of the prefill; the decode steps produce the rest.
-  const int32_t n_decoded = std::max(0, s.n_generated_tokens - 1);
-  return {{"prompt_tokens_per_s", prompt_ms > 0 ? n_prefill * 1000.0 / prompt_ms : 0.0},
-          {"generation_tokens_per_s", generation_ms > 0 ? n_decoded * 1000.0 / generation_ms : 0.0},
+  return {{"prompt_tokens_per_s", s.prefill_tokens_per_s()},
+          {"generation_tokens_per_s", s.decode_tokens_per_s()},
           {"queue_ms", s.queue_ms},
           {"ttft_ms", s.ttft_ms},
-          {"prompt_ms", prompt_ms},
-          {"generation_ms", generation_ms},
+          {"prompt_ms", s.prefill_ms()},
+          {"generation_ms", s.decode_ms()},
           {"total_ms", s.total_ms}};
 }
 
@@ -117,7 +112,7 @@ void print_output(const GenerateArgs& args, const PromptInput& prompt,
         {"prompt_tokens", prompt_tokens},
         {"generated_tokens", out.tokens},
         {"text", out.text},
-        {"finish_reason", out.finish_reason},
+        {"finish_reason", finish_reason_name(out.finish_reason)},
         {"cached_tokens", s.n_cached_tokens},
         {"kv_blocks_allocated", s.n_blocks_allocated},
         {"kv_blocks_acquired", s.n_blocks_acquired},
@@ -133,13 +128,12 @@ void print_output(const GenerateArgs& args, const PromptInput& prompt,
       std::printf("%s%s", prompt.text.c_str(), out.text.c_str());
     }
     std::printf("\n");
-    const nlohmann::json t = timings_json(s);
     std::fprintf(stderr,
                  "[prompt %d tokens (%d cached), %.1f tokens/s | generated %d tokens, %.1f "
                  "tokens/s | first token after %.0f ms (%.0f ms queued) | %s]\n",
-                 s.n_prompt_tokens, s.n_cached_tokens, t["prompt_tokens_per_s"].get<double>(),
-                 s.n_generated_tokens, t["generation_tokens_per_s"].get<double>(), s.ttft_ms,
-                 s.queue_ms, out.finish_reason.c_str());
+                 s.n_prompt_tokens, s.n_cached_tokens, s.prefill_tokens_per_s(),
+                 s.n_generated_tokens, s.decode_tokens_per_s(), s.ttft_ms, s.queue_ms,
+                 std::string(finish_reason_name(out.finish_reason)).c_str());
   }
   std::fflush(stdout);
 }
@@ -176,7 +170,7 @@ int run_generate(GenerateArgs& args) {
     std::fprintf(stderr, "error: --fork must be at least 1\n");
     return 1;
   }
-  std::unique_ptr<Engine> engine = args.generator.open_engine([](EngineConfig&) {});
+  std::unique_ptr<Engine> engine = args.engine.open_engine([](EngineConfig&) {});
   if (!engine) return 1;
   const uint64_t seed = args.seed >= 0 ? static_cast<uint64_t>(args.seed) : std::random_device{}();
   std::vector<std::vector<TokenId>> tokens;
@@ -193,7 +187,7 @@ int run_generate(GenerateArgs& args) {
   auto wait_and_print = [&](size_t i) {
     for (size_t k = 0; k < handles[i].size(); ++k) {
       const RequestOutput& out = handles[i][k].wait();
-      if (out.finish_reason == "error") {
+      if (out.finish_reason == FinishReason::ERROR) {
         std::fprintf(stderr, "\nerror: %s\n", out.error.c_str());
         return false;
       }
@@ -227,8 +221,8 @@ int run_generate(GenerateArgs& args) {
 void add_generate_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("generate", "Generate text from prompts");
   auto args = std::make_shared<GenerateArgs>();
-  args->generator.add_to(*cmd, /*model_required=*/false);
-  args->generator.add_scheduler_options(*cmd);
+  args->engine.add_to(*cmd, /*model_required=*/false);
+  args->engine.add_scheduler_options(*cmd);
   cmd->add_option("-p,--prompt", args->prompts, "Prompt (repeatable; run in order)");
   cmd->add_flag("--parallel", args->parallel,
                 "Submit all prompts at once: they run concurrently, sharing batches and the cache");

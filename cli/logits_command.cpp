@@ -5,13 +5,13 @@
 #include <numeric>
 
 #include "commands.h"
-#include "generator_options.h"
+#include "engine_options.h"
 
 namespace trellis::cli {
 namespace {
 
 struct LogitsArgs {
-  GeneratorOptions generator;
+  EngineOptions engine;
   std::string prompt;
   int32_t top = 10;
   bool all_positions = false;
@@ -20,19 +20,27 @@ struct LogitsArgs {
 };
 
 int run_logits(LogitsArgs& args) {
-  std::unique_ptr<Generator> generator = args.generator.open();
-  if (!generator) return 1;
-  std::vector<TokenId> tokens = generator->tokenizer().encode(args.prompt, !args.no_bos, false);
-  Result<std::vector<std::vector<float>>> logits =
-      generator->prompt_logits(tokens, args.all_positions);
-  if (!logits.ok()) {
-    std::fprintf(stderr, "error: %s\n", logits.error().message.c_str());
+  std::unique_ptr<Engine> engine = args.engine.open_engine();
+  if (!engine) return 1;
+  EngineRequest request;
+  request.prompt = engine->tokenizer().encode(args.prompt, !args.no_bos, false);
+  request.max_tokens = 0;  // the prompt's logits only
+  request.return_prompt_logits = true;
+  const std::vector<TokenId> tokens = request.prompt;
+  Result<RequestHandle> handle = engine->submit(std::move(request));
+  if (!handle.ok()) {
+    std::fprintf(stderr, "error: %s\n", handle.error().message.c_str());
+    return 1;
+  }
+  const RequestOutput& out = handle->wait();
+  if (out.finish_reason == FinishReason::ERROR) {
+    std::fprintf(stderr, "error: %s\n", out.error.c_str());
     return 1;
   }
   nlohmann::json positions = nlohmann::json::array();
   const size_t first = args.all_positions ? 0 : tokens.size() - 1;
-  for (size_t i = 0; i < logits->size(); ++i) {
-    const std::vector<float>& row = (*logits)[i];
+  for (size_t pos = first; pos < tokens.size(); ++pos) {
+    const std::vector<float>& row = out.prompt_logits[pos];
     std::vector<int32_t> ids(row.size());
     std::iota(ids.begin(), ids.end(), 0);
     const size_t k = std::min(row.size(), static_cast<size_t>(std::max(args.top, 1)));
@@ -44,7 +52,7 @@ int run_logits(LogitsArgs& args) {
         });
     nlohmann::json top = nlohmann::json::array();
     for (size_t j = 0; j < k; ++j) top.push_back({ids[j], row[static_cast<size_t>(ids[j])]});
-    positions.push_back({{"pos", first + i}, {"token", tokens[first + i]}, {"top", top}});
+    positions.push_back({{"pos", pos}, {"token", tokens[pos]}, {"top", top}});
   }
   std::printf("%s\n", nlohmann::json{{"positions", positions}}.dump().c_str());
   return 0;
@@ -56,7 +64,7 @@ void add_logits_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd =
       app.add_subcommand("logits", "Print the top logits of the prompt's last (or every) position");
   auto args = std::make_shared<LogitsArgs>();
-  args->generator.add_to(*cmd, /*model_required=*/false);
+  args->engine.add_to(*cmd, /*model_required=*/false);
   cmd->add_option("-p,--prompt", args->prompt, "Prompt")->required();
   cmd->add_option("--top", args->top, "How many logits per position")->capture_default_str();
   cmd->add_flag("--all-positions", args->all_positions, "Every prompt position, not only the last");

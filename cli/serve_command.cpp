@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "commands.h"
-#include "generator_options.h"
+#include "engine_options.h"
 #include "kv/block_pool.h"
 #include "server/http_server.h"
 
@@ -19,7 +19,7 @@ namespace trellis::cli {
 namespace {
 
 struct ServeArgs {
-  GeneratorOptions generator;
+  EngineOptions engine;
   std::string host = "127.0.0.1";
   int port = 8080;
   std::vector<std::string> api_keys;
@@ -75,15 +75,15 @@ Result<ServerConfig> server_config(ServeArgs& args) {
   config.max_body_bytes = static_cast<size_t>(*body);
   if (args.max_queue < 1) return Error{"--max-queue must be at least 1"};
   config.max_concurrent_requests = args.max_queue;
-  config.model_id = args.model_name.empty() ? model_name_of(args.generator.model) : args.model_name;
+  config.model_id = args.model_name.empty() ? model_name_of(args.engine.model) : args.model_name;
   config.log_requests = !args.quiet;
   return config;
 }
 
 int run_serve(ServeArgs& args) {
-  if (args.generator.model.empty()) {
-    args.generator.model = default_model_path();
-    if (Status made = ensure_default_model(args.generator.model); !made.ok()) {
+  if (args.engine.model.empty()) {
+    args.engine.model = default_model_path();
+    if (Status made = ensure_default_model(args.engine.model); !made.ok()) {
       std::fprintf(stderr, "error: %s\n", made.error().message.c_str());
       return 1;
     }
@@ -108,8 +108,8 @@ int run_serve(ServeArgs& args) {
   }
   std::thread serving([&server] { server.serve(); });
   std::fprintf(stderr, "listening on http://%s:%d (loading %s)\n", config->host.c_str(),
-               server.port(), args.generator.model.c_str());
-  std::unique_ptr<Engine> engine = args.generator.open_engine([](EngineConfig&) {});
+               server.port(), args.engine.model.c_str());
+  std::unique_ptr<Engine> engine = args.engine.open_engine([](EngineConfig&) {});
   if (!engine) {
     server.shutdown();
     serving.join();
@@ -133,8 +133,8 @@ int run_serve(ServeArgs& args) {
 void add_serve_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("serve", "Serve the OpenAI-compatible HTTP API");
   auto args = std::make_shared<ServeArgs>();
-  args->generator.add_to(*cmd, /*model_required=*/false);
-  args->generator.add_scheduler_options(*cmd);
+  args->engine.add_to(*cmd, /*model_required=*/false);
+  args->engine.add_scheduler_options(*cmd);
   cmd->add_option("--host", args->host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", args->port, "Port (0: any free one)")->capture_default_str();
   cmd->add_option("--api-key", args->api_keys,

@@ -29,17 +29,27 @@ if(TRELLIS_BUILD_FUZZ)
 endif()
 
 # trellis_module(NAME SOURCES... [DEPS dep...] [PRIVATE_DEPS dep...])
-# Creates the static library trellis_<NAME>; headers are included as "NAME/file.h" from src/.
+# Creates the static library trellis_<NAME>; its headers are included as "NAME/file.h".
+#
+# Each module gets an include root of its own, ${CMAKE_BINARY_DIR}/include/NAME, that holds only a
+# link NAME -> src/NAME. A target therefore sees the headers of the modules it links (DEPS are
+# public, so their own DEPS come along) and no others: including a module that is not a declared
+# dependency fails to compile, which keeps the layering of DESIGN.md enforced by the build.
 function(trellis_module name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  set(root ${CMAKE_BINARY_DIR}/include/${name})
+  file(MAKE_DIRECTORY ${root})
+  if(NOT EXISTS ${root}/${name})
+    file(CREATE_LINK ${PROJECT_SOURCE_DIR}/src/${name} ${root}/${name} SYMBOLIC)
+  endif()
   if(NOT ARG_SOURCES)  # a module with headers only so far
     add_library(trellis_${name} INTERFACE)
-    target_include_directories(trellis_${name} INTERFACE ${PROJECT_SOURCE_DIR}/src)
+    target_include_directories(trellis_${name} INTERFACE ${root})
     target_link_libraries(trellis_${name} INTERFACE trellis_options ${ARG_DEPS})
     return()
   endif()
   add_library(trellis_${name} STATIC ${ARG_SOURCES})
-  target_include_directories(trellis_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_include_directories(trellis_${name} PUBLIC ${root})
   target_link_libraries(trellis_${name} PUBLIC trellis_options ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
 endfunction()
 

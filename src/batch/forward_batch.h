@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "tokenizer/vocab.h"
+#include "base/token_id.h"
 
 namespace trellis {
 
@@ -35,10 +35,10 @@ struct ForwardBatch {
     sequences.clear();
     output_rows.clear();
   }
-  // Appends `n` tokens of one sequence starting at `first_position`. When `want_last_logits`, the
-  // last of them is added to output_rows.
+  // Appends `n` tokens of one sequence starting at `first_position`; the last n_output_rows of them
+  // (0: none, 1: the last, n: all) are added to output_rows. Precondition: n_output_rows <= n.
   void add_sequence(const TokenId* ids, int32_t n, int32_t first_position,
-                    std::vector<int32_t> block_table, bool want_last_logits) {
+                    std::vector<int32_t> block_table, int32_t n_output_rows) {
     BatchSequence seq;
     seq.row_begin = n_rows();
     for (int32_t i = 0; i < n; ++i) {
@@ -48,7 +48,7 @@ struct ForwardBatch {
     seq.row_end = n_rows();
     seq.block_table = std::move(block_table);
     sequences.push_back(std::move(seq));
-    if (want_last_logits && n > 0) output_rows.push_back(n_rows() - 1);
+    for (int32_t row = n_rows() - n_output_rows; row < n_rows(); ++row) output_rows.push_back(row);
   }
 };
 

@@ -3,14 +3,14 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
+#include <cstdio>
 #include <future>
-#include <numeric>
 #include <optional>
 
 #include "engine/model_runtime.h"
+#include "engine/stop_matcher.h"
 #include "sample/rng.h"
 #include "sample/sampler.h"
-#include "sample/stop_matcher.h"
 
 namespace trellis {
 namespace {
@@ -21,6 +21,16 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 }
 
 }  // namespace
+
+double RequestStats::prefill_tokens_per_s() const {
+  const double ms = prefill_ms();
+  return ms > 0 ? (n_prompt_tokens - n_cached_tokens) * 1000.0 / ms : 0.0;
+}
+
+double RequestStats::decode_tokens_per_s() const {
+  const double ms = decode_ms();
+  return ms > 0 ? std::max(0, n_generated_tokens - 1) * 1000.0 / ms : 0.0;
+}
 
 // Shared by the loop (writer) and the handle (reader); guarded by `mutex` except `cancel`.
 struct RequestChannel {
@@ -114,13 +124,6 @@ Status Engine::init(const std::string& model_path, const EngineConfig& config) {
   workspace_ = std::make_unique<LlamaWorkspace>(hp, sc.max_batch_tokens);
   threads_ = std::make_unique<ThreadPool>(
       config.n_threads > 0 ? config.n_threads : ThreadPool::default_thread_count());
-  if (!(config.max_pinned_fraction >= 0 && config.max_pinned_fraction <= 1))
-    return Error{"max_pinned_fraction must be in [0, 1]"};
-  // Pins may never keep one full-context request from fitting (see size_kv_pool).
-  const int32_t one_request = (n_ctx_ + config.block_size - 1) / config.block_size + 1;
-  max_pinned_blocks_ =
-      std::max(0, std::min(static_cast<int32_t>(config.max_pinned_fraction * blocks_->n_total()),
-                           blocks_->n_total() - one_request));
   stats_.n_blocks_total = blocks_->n_total();
   stats_.n_blocks_free = blocks_->n_free();
   return {};
@@ -169,6 +172,7 @@ Result<std::shared_ptr<Engine::Request>> Engine::make_request(
   r->cache_namespace = params.cache_namespace;
   r->tokens = params.prompt;
   r->n_prompt = static_cast<int32_t>(params.prompt.size());
+  r->wants_prompt_logits = params.return_prompt_logits;
   r->params = std::move(params);
   r->on_text = std::move(on_text);
   r->submitted = Clock::now();
@@ -196,6 +200,8 @@ Result<std::vector<RequestHandle>> Engine::fork(
     EngineRequest request, int32_t n,
     std::function<void(int32_t branch, std::string_view text)> on_text) {
   if (n < 1) return Error{"fork needs at least one branch"};
+  if (request.return_prompt_logits && n > 1)
+    return Error{"prompt logits are kept for one request, not for the branches of a fork"};
   std::vector<std::shared_ptr<Request>> branches;
   const uint64_t seed = request.sampling.seed;
   for (int32_t i = 0; i < n; ++i) {
@@ -225,36 +231,12 @@ Result<std::vector<RequestHandle>> Engine::fork(const RequestHandle& parent, int
   if (!parent.finished())
     return Error{"fork needs a finished request (a running one has no fixed history yet)"};
   const RequestOutput& out = const_cast<RequestHandle&>(parent).wait();
-  if (out.finish_reason == "error") return Error{"cannot fork a request that failed"};
+  if (out.finish_reason == FinishReason::ERROR) return Error{"cannot fork a request that failed"};
   const RequestChannel& channel = *parent.channel_;
   params.prompt = channel.prompt;
   params.prompt.insert(params.prompt.end(), out.tokens.begin(), out.tokens.end());
   params.cache_namespace = channel.cache_namespace;
   return fork(std::move(params), n);
-}
-
-std::vector<Result<RequestOutput>> Engine::generate_batch(std::vector<EngineRequest> requests) {
-  // Sorting the prompts (by namespace, then lexicographically by tokens) visits their radix tree
-  // depth-first: every shared prefix's requests come back to back.
-  std::vector<size_t> order(requests.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const EngineRequest& x = requests[a];
-    const EngineRequest& y = requests[b];
-    if (x.cache_namespace != y.cache_namespace) return x.cache_namespace < y.cache_namespace;
-    return x.prompt < y.prompt;
-  });
-  std::vector<Result<RequestHandle>> handles(requests.size(), Error{"not submitted"});
-  for (size_t i : order) handles[i] = submit(std::move(requests[i]));
-  std::vector<Result<RequestOutput>> outputs;
-  for (Result<RequestHandle>& h : handles) {
-    if (h.ok()) {
-      outputs.emplace_back(h->wait());
-    } else {
-      outputs.emplace_back(h.error());
-    }
-  }
-  return outputs;
 }
 
 Status Engine::warm(const std::string& ns, std::vector<TokenId> prefix) {
@@ -265,65 +247,8 @@ Status Engine::warm(const std::string& ns, std::vector<TokenId> prefix) {
   Result<RequestHandle> handle = submit(std::move(request));
   if (!handle.ok()) return handle.error();
   const RequestOutput& out = handle->wait();
-  if (out.finish_reason == "error") return Error{out.error};
+  if (out.finish_reason == FinishReason::ERROR) return Error{out.error};
   return {};
-}
-
-Result<uint64_t> Engine::pin(const std::string& ns, std::vector<TokenId> prefix,
-                             std::chrono::milliseconds ttl) {
-  if (!cache_->config().enabled) return Error{"cannot pin a prefix: the prefix cache is off"};
-  if (ttl.count() < 0) return Error{"a pin's time-to-live must not be negative"};
-  TRELLIS_TRY(warm(ns, prefix));
-  Result<uint64_t> result = Error{"the engine stopped"};
-  run_on_loop([&] {
-    PrefixCache::Pin pinned = cache_->pin(ns, prefix);
-    if (pinned.n_blocks == 0) {
-      result = Error{"cannot pin: no part of the prefix is cached"};
-      return;
-    }
-    if (n_pinned_blocks_ + pinned.n_blocks > max_pinned_blocks_) {
-      result = Error{"cannot pin " + std::to_string(pinned.n_blocks) +
-                     " more blocks: pinned "
-                     "prefixes may hold " +
-                     std::to_string(max_pinned_blocks_) + " blocks and " +
-                     std::to_string(n_pinned_blocks_) + " are taken"};
-      return;  // `pinned` unlocks here
-    }
-    n_pinned_blocks_ += pinned.n_blocks;
-    const Clock::time_point expiry =
-        ttl.count() > 0 ? Clock::now() + ttl : Clock::time_point::max();
-    pins_.push_back(PinEntry{next_pin_id_, std::move(pinned), expiry});
-    result = next_pin_id_++;
-  });
-  return result;
-}
-
-Status Engine::unpin(uint64_t pin_id) {
-  Status status = Error{"no pin " + std::to_string(pin_id) + " (unknown, unpinned or expired)"};
-  run_on_loop([&] {
-    auto it =
-        std::find_if(pins_.begin(), pins_.end(), [&](const PinEntry& e) { return e.id == pin_id; });
-    if (it == pins_.end()) return;
-    n_pinned_blocks_ -= it->pin.n_blocks;
-    pins_.erase(it);
-    status = {};
-  });
-  return status;
-}
-
-Engine::Clock::time_point Engine::expire_pins() {
-  const Clock::time_point now = Clock::now();
-  Clock::time_point next = Clock::time_point::max();
-  for (auto it = pins_.begin(); it != pins_.end();) {
-    if (it->expiry <= now) {
-      n_pinned_blocks_ -= it->pin.n_blocks;
-      it = pins_.erase(it);
-    } else {
-      next = std::min(next, it->expiry);
-      ++it;
-    }
-  }
-  return next;
 }
 
 EngineStats Engine::stats() const {
@@ -360,17 +285,11 @@ void Engine::loop() {
   for (;;) {
     std::deque<std::shared_ptr<Request>> arrivals;
     std::deque<std::function<void()>> tasks;
-    const Clock::time_point next_expiry = expire_pins();
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      auto has_work = [&] {
+      wake_.wait(lock, [&] {
         return stopping_ || !submitted_.empty() || !tasks_.empty() || !active_.empty();
-      };
-      if (next_expiry == Clock::time_point::max()) {
-        wake_.wait(lock, has_work);
-      } else {
-        wake_.wait_until(lock, next_expiry, has_work);
-      }
+      });
       if (stopping_) break;
       arrivals.swap(submitted_);
       tasks.swap(tasks_);
@@ -382,18 +301,23 @@ void Engine::loop() {
       active_.push_back(std::move(r));
     }
     cancel_requested();
-    if (!active_.empty() && !step()) {
-      // Nothing could run although requests are active (should not happen: a lone request
-      // always fits); do not spin.
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait_for(lock, std::chrono::milliseconds(1));
+    if (!active_.empty()) {
+      [[maybe_unused]] const bool ran = step();
+      // Something always runs while requests are active: a lone request fits the pool once the
+      // cache is evicted (see size_kv_pool), and fork branches wait only on a running leader.
+      assert(ran && "active requests but nothing could run");
     }
-    // Going idle: the figures must show what the last cancellation released (step() refreshes
-    // them only when it runs).
-    if (active_.empty()) refresh_stats(0, 0);
+    if (active_.empty()) {
+      // Going idle: the figures must show what the last cancellation released (step() refreshes
+      // them only when it runs).
+      refresh_stats(0, 0);
+      check_invariants_when_idle();
+    }
   }
   // Shutting down: whatever still runs ends as cancelled, releasing its blocks.
-  for (const auto& r : std::vector<std::shared_ptr<Request>>(active_)) finish(*r, "cancelled");
+  for (const auto& r : std::vector<std::shared_ptr<Request>>(active_)) {
+    finish(*r, FinishReason::CANCELLED);
+  }
   std::deque<std::shared_ptr<Request>> never_started;
   std::deque<std::function<void()>> tasks;
   {
@@ -403,7 +327,7 @@ void Engine::loop() {
   }
   for (const auto& r : never_started) {
     std::lock_guard<std::mutex> channel_lock(r->channel->mutex);
-    r->channel->output.finish_reason = "cancelled";
+    r->channel->output.finish_reason = FinishReason::CANCELLED;
     r->channel->finished = true;
     r->channel->changed.notify_all();
   }
@@ -413,9 +337,17 @@ void Engine::loop() {
 void Engine::cancel_requested() {
   for (const auto& r : std::vector<std::shared_ptr<Request>>(active_)) {
     if (r->channel->cancel.load() && r->state != SequenceState::FINISHED) {
-      finish(*r, "cancelled");
+      finish(*r, FinishReason::CANCELLED);
     }
   }
+}
+
+void Engine::check_invariants_when_idle() {
+#ifndef NDEBUG
+  const Status status = cache_->check_invariants();
+  if (!status.ok()) std::fprintf(stderr, "engine: %s\n", status.error().message.c_str());
+  assert(status.ok() && "the KV pool or the prefix tree is inconsistent");
+#endif
 }
 
 bool Engine::step() {
@@ -433,16 +365,21 @@ bool Engine::step() {
     batch_.clear();
     for (const ScheduledChunk& c : plan.chunks) {
       batch_.add_sequence(c.seq->tokens.data() + c.begin, c.n_tokens, c.begin,
-                          c.seq->kv.block_table(), c.wants_logits());
+                          c.seq->kv.block_table(), c.n_logit_rows());
     }
     logits_.resize(std::max(logits_.size(), batch_.output_rows.size() * size_t(n_vocab_)));
     model_->forward(batch_, *kv_, *workspace_, *threads_, logits_.data());
     scheduler_->complete(plan);
+    // The output rows come chunk by chunk, each chunk's last n_logit_rows() rows in order.
     size_t out = 0;
     for (const ScheduledChunk& c : plan.chunks) {
-      if (!c.wants_logits()) continue;
-      on_logits(*static_cast<Request*>(c.seq), logits_.data() + out * size_t(n_vocab_));
-      ++out;
+      const int32_t n_rows = c.n_logit_rows();
+      if (n_rows == 0) continue;
+      auto& request = *static_cast<Request*>(c.seq);
+      const float* rows = logits_.data() + out * size_t(n_vocab_);
+      out += static_cast<size_t>(n_rows);
+      if (request.wants_prompt_logits) keep_prompt_logits(request, c, rows, n_rows);
+      if (c.wants_logits()) on_logits(request, rows + size_t(n_rows - 1) * size_t(n_vocab_));
     }
   }
   refresh_stats(static_cast<int64_t>(plan.preempted.size()), plan_ms);
@@ -459,16 +396,28 @@ void Engine::refresh_stats(int64_t n_new_preemptions, double plan_ms) {
   stats_.n_blocks_evicted = blocks_->n_evicted();
   stats_.n_running = static_cast<int32_t>(scheduler_->running().size());
   stats_.n_waiting = static_cast<int32_t>(scheduler_->waiting().size());
-  stats_.n_blocks_pinned = n_pinned_blocks_;
   stats_.n_cache_leaves = cache_->tree().n_leaves();
   stats_.n_steps = scheduler_->n_steps();
   stats_.n_preemptions += n_new_preemptions;
   stats_.scheduler_ms += plan_ms;
 }
 
+void Engine::keep_prompt_logits(Request& request, const ScheduledChunk& chunk, const float* logits,
+                                int32_t n_rows) {
+  std::vector<std::vector<float>>& kept = request.output.prompt_logits;
+  kept.resize(static_cast<size_t>(request.n_prompt));
+  // Row i of `logits` is position first + i. After a preemption the prompt is computed again and
+  // the same rows arrive again, with the same values (the kernels are batch-invariant).
+  const int32_t first = chunk.begin + chunk.n_tokens - n_rows;
+  for (int32_t i = 0; i < n_rows && first + i < request.n_prompt; ++i) {
+    const float* row = logits + size_t(i) * size_t(n_vocab_);
+    kept[static_cast<size_t>(first + i)].assign(row, row + n_vocab_);
+  }
+}
+
 void Engine::on_logits(Request& request, const float* logits) {
   if (request.params.max_tokens == 0) {  // a warm-up: the prompt is cached, nothing to sample
-    finish(request, "length");
+    finish(request, FinishReason::LENGTH);
     return;
   }
   if (!request.branches.empty()) fork_branches(request, logits);
@@ -521,13 +470,14 @@ void Engine::sample_and_emit(Request& r, const float* logits) {
       r.channel->changed.notify_all();
     }
   }
-  if (step.finished()) finish(r, std::string(finish_reason_name(step.finish_reason)));
+  if (step.finished()) finish(r, step.finish_reason);
 }
 
-void Engine::finish(Request& r, const std::string& reason) {
+void Engine::finish(Request& r, FinishReason reason) {
   if (r.state != SequenceState::FINISHED) scheduler_->remove(&r);
   for (const std::shared_ptr<Request>& b : r.branches) {  // a fork leader ended before forking
-    if (b->state != SequenceState::FINISHED) finish(*b, reason == "cancelled" ? reason : "error");
+    if (b->state != SequenceState::FINISHED)
+      finish(*b, reason == FinishReason::CANCELLED ? reason : FinishReason::ERROR);
   }
   r.branches.clear();
   RequestStats& stats = r.output.stats;
@@ -538,7 +488,7 @@ void Engine::finish(Request& r, const std::string& reason) {
   stats.n_preemptions = r.n_preemptions;
   stats.total_ms = ms_between(r.submitted, Clock::now());
   r.output.finish_reason = reason;
-  if (reason == "error" && r.output.error.empty())
+  if (reason == FinishReason::ERROR && r.output.error.empty())
     r.output.error = "the request it forked from failed";
   {
     std::lock_guard<std::mutex> lock(r.channel->mutex);

@@ -7,7 +7,6 @@
 //   engine.submit(request) -> RequestHandle: next_text() to pull text as it comes (or an
 //                             on_text callback), cancel(), wait() for the RequestOutput
 //   engine.fork(request, n) -> n handles sharing the prompt's blocks (prefilled once)
-//   engine.generate_batch(requests) -> outputs, ordered for cache hits
 //   engine.warm(ns, prefix)   -> caches a prefix before the requests that use it
 //
 // Greedy outputs do not depend on what else runs: the kernels are batch-invariant and the prefix
@@ -34,6 +33,7 @@
 #include "model/llama_model.h"
 #include "prefix/prefix_cache.h"
 #include "sample/sampling_params.h"
+#include "sample/stop_condition.h"
 #include "sched/scheduler.h"
 #include "tokenizer/tokenizer.h"
 
@@ -49,10 +49,7 @@ struct EngineConfig {
   int64_t kv_bytes = 0;
   int64_t kv_tokens = 0;
   PrefixCacheConfig prefix_cache;
-  SchedulerConfig scheduler;
-  // Pinned prefixes may hold at most this fraction of the pool's blocks (and never so many that
-  // one request of a full context could not fit).
-  double max_pinned_fraction = 0.5;
+  SchedulerConfig scheduler;  // its max_batch_tokens also sizes the forward pass's workspace
 };
 
 struct EngineRequest {
@@ -63,6 +60,10 @@ struct EngineRequest {
   bool ignore_eos = false;
   std::string cache_namespace;  // prefixes are shared only inside a namespace
   bool return_logits = false;   // keep the logits each token was sampled from
+  // Keep the logits of every prompt position (RequestOutput::prompt_logits). The whole prompt is
+  // then computed, never served by the prefix cache (cached positions have no logits); with
+  // max_tokens 0 nothing is generated.
+  bool return_prompt_logits = false;
 };
 
 struct RequestStats {
@@ -75,16 +76,25 @@ struct RequestStats {
   double queue_ms = 0;  // submission to first admission
   double ttft_ms = 0;   // submission to first token
   double total_ms = 0;  // submission to the end
+
+  // Prefill: admission to the first token (the prompt tokens the cache did not serve).
+  double prefill_ms() const { return ttft_ms - queue_ms; }
+  // Decode: the steps after the first token (which comes out of the prefill).
+  double decode_ms() const { return total_ms - ttft_ms; }
+  double prefill_tokens_per_s() const;
+  double decode_tokens_per_s() const;
 };
 
 struct RequestOutput {
   std::vector<TokenId> tokens;
   std::string text;
-  // "stop", "length", "cancelled", or "error" (then `error` says why).
-  std::string finish_reason;
+  // STOP, LENGTH, CANCELLED, or ERROR (then `error` says why).
+  FinishReason finish_reason = FinishReason::NONE;
   std::string error;
   RequestStats stats;
-  std::vector<std::vector<float>> logits;  // [token][n_vocab] when return_logits
+  std::vector<std::vector<float>> logits;         // [token][n_vocab] when return_logits
+  std::vector<std::vector<float>> prompt_logits;  // [prompt position][n_vocab] when
+                                                  // return_prompt_logits
 };
 
 // The shared state between the engine loop and one request's handle.
@@ -120,7 +130,6 @@ struct EngineStats {
   int64_t n_blocks_evicted = 0;
   int32_t n_running = 0;
   int32_t n_waiting = 0;
-  int32_t n_blocks_pinned = 0;
   int64_t n_cache_leaves = 0;  // radix tree leaves: cached sequences that extend no other
   int64_t n_steps = 0;
   int64_t n_preemptions = 0;
@@ -155,18 +164,8 @@ class Engine {
   // `params` gives the branches' sampling, max_tokens and stops; its prompt is replaced.
   Result<std::vector<RequestHandle>> fork(const RequestHandle& parent, int32_t n,
                                           EngineRequest params);
-  // Runs all requests and waits for them; submits them in the order that visits their prompts'
-  // radix tree depth-first (shared prefixes back to back), outputs in the given order.
-  std::vector<Result<RequestOutput>> generate_batch(std::vector<EngineRequest> requests);
   // Caches `prefix` in namespace `ns` (a request with max_tokens 0) and waits for it.
   Status warm(const std::string& ns, std::vector<TokenId> prefix);
-  // Warms `prefix` and pins it: eviction skips its blocks until unpin(id) or, when ttl > 0, until
-  // ttl has passed. Errors when the pinned blocks would exceed the budget (max_pinned_fraction)
-  // or the cache is off. Returns the pin's id.
-  Result<uint64_t> pin(const std::string& ns, std::vector<TokenId> prefix,
-                       std::chrono::milliseconds ttl = std::chrono::milliseconds(0));
-  // Errors for an unknown (or expired) pin.
-  Status unpin(uint64_t pin_id);
 
   // The figures as of the last step (or the last flush_cache / check_invariants call).
   EngineStats stats() const;
@@ -181,6 +180,8 @@ class Engine {
   const GgufFile& file() const { return *file_; }
   int32_t n_ctx() const { return n_ctx_; }
   int n_threads() const { return threads_->size(); }
+  // Bytes of K/V memory the pool holds.
+  size_t kv_bytes() const { return kv_->bytes(); }
 
  private:
   struct Request;
@@ -201,15 +202,13 @@ class Engine {
   void on_logits(Request& request, const float* logits);
   void fork_branches(Request& parent, const float* logits);
   void sample_and_emit(Request& request, const float* logits);
-  void finish(Request& request, const std::string& reason);
-  // Drops pins whose time is up; returns when the next one expires (max() when none will).
-  Clock::time_point expire_pins();
-
-  struct PinEntry {
-    uint64_t id = 0;
-    PrefixCache::Pin pin;
-    Clock::time_point expiry;  // Clock::time_point::max(): until unpinned
-  };
+  // Keeps the prompt rows of a chunk's logits (return_prompt_logits). `logits` holds the chunk's
+  // last n_rows rows.
+  void keep_prompt_logits(Request& request, const ScheduledChunk& chunk, const float* logits,
+                          int32_t n_rows);
+  void finish(Request& request, FinishReason reason);
+  // Debug builds: the pool's and the tree's invariants hold whenever the loop goes idle.
+  void check_invariants_when_idle();
 
   std::unique_ptr<GgufFile> file_;
   std::unique_ptr<LlamaModel> model_;
@@ -225,10 +224,6 @@ class Engine {
 
   // Loop-thread state.
   std::vector<std::shared_ptr<Request>> active_;  // submitted, not finished
-  std::vector<PinEntry> pins_;
-  int32_t n_pinned_blocks_ = 0;
-  int32_t max_pinned_blocks_ = 0;
-  uint64_t next_pin_id_ = 1;
   ForwardBatch batch_;
   std::vector<float> logits_;  // [max_seqs rows][n_vocab], grown as needed
 

@@ -1,4 +1,4 @@
-// What the Generator and the Engine both stand on: a model file with its weights and tokenizer,
+// What the Engine stands on: a model file with its weights and tokenizer,
 // and the size of the KV block pool.
 #pragma once
 

@@ -145,16 +145,6 @@ void PrefixCache::insert(const SequenceKv& seq, std::span<const TokenId> tokens,
                std::span<const BlockId>(seq.block_table_).first(n_blocks));
 }
 
-PrefixCache::Pin PrefixCache::pin(std::string_view ns, std::span<const TokenId> tokens) {
-  if (!config_.enabled) return {};
-  const PrefixMatch match = tree_.match_prefix(ns, tokens, static_cast<int32_t>(tokens.size()));
-  Pin pin;
-  pin.n_tokens = match.n_tokens;
-  pin.n_blocks = static_cast<int32_t>(match.blocks.size());
-  pin.lock = tree_.lock(match);
-  return pin;
-}
-
 void PrefixCache::release(SequenceKv& seq) {
   pool_.release_all(seq.block_table_);
   seq.block_table_.clear();

@@ -126,16 +126,6 @@ class PrefixCache {
   // too in TOKEN mode. No-op when disabled. Precondition: seq covers tokens.size() positions.
   void insert(const SequenceKv& seq, std::span<const TokenId> tokens, bool finished);
 
-  // Pins the cached part of `tokens` (namespace ns, matched up to its full length) against
-  // eviction for as long as the returned lock lives; `n_blocks` says how many blocks that keeps.
-  // Nothing is pinned (an empty lock, 0 blocks) when nothing is cached or the cache is off.
-  struct Pin {
-    PrefixLock lock;
-    int32_t n_tokens = 0;
-    int32_t n_blocks = 0;
-  };
-  Pin pin(std::string_view ns, std::span<const TokenId> tokens);
-
   // Evicts everything evictable (blocks held by running requests stay). Returns blocks freed.
   int32_t flush() { return tree_.flush(); }
 

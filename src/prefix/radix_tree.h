@@ -57,9 +57,9 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/token_id.h"
 #include "kv/block_pool.h"
 #include "prefix/leaf_lru.h"
-#include "tokenizer/vocab.h"
 
 namespace trellis {
 

@@ -6,7 +6,7 @@
 #include <span>
 #include <vector>
 
-#include "tokenizer/vocab.h"
+#include "base/token_id.h"
 
 namespace trellis {
 

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <span>
 
+#include "base/token_id.h"
 #include "sample/sampling_params.h"
-#include "tokenizer/vocab.h"
 
 namespace trellis {
 

@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/token_id.h"
 #include "sample/rng.h"
 #include "sample/sampling_params.h"
-#include "tokenizer/vocab.h"
 
 namespace trellis {
 

@@ -13,6 +13,10 @@ std::string_view finish_reason_name(FinishReason reason) {
       return "stop";
     case FinishReason::LENGTH:
       return "length";
+    case FinishReason::CANCELLED:
+      return "cancelled";
+    case FinishReason::ERROR:
+      return "error";
     case FinishReason::NONE:
       break;
   }

@@ -8,17 +8,20 @@
 #include <vector>
 
 #include "base/result.h"
-#include "tokenizer/vocab.h"
+#include "base/token_id.h"
 
 namespace trellis {
 
 enum class FinishReason {
-  NONE,    // still generating
-  STOP,    // a stop token (EOS, end of turn, ...) or a stop string
-  LENGTH,  // max_tokens generated
+  NONE,       // still generating
+  STOP,       // a stop token (EOS, end of turn, ...) or a stop string
+  LENGTH,     // max_tokens generated, or the context is full
+  CANCELLED,  // the caller cancelled it (or the engine shut down first)
+  ERROR,      // it could not run (the request's error says why)
 };
 
-// OpenAI's spelling: "stop" or "length". NONE has no spelling (JSON null); precondition: not NONE.
+// "stop", "length" (OpenAI's spelling), "cancelled" or "error". NONE has no spelling (JSON null);
+// precondition: not NONE.
 std::string_view finish_reason_name(FinishReason reason);
 
 // An immutable value per request, checked once with validate().

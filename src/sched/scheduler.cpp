@@ -81,14 +81,17 @@ void Scheduler::order_waiting() {
   keyed.reserve(waiting_.size());
   for (Sequence* seq : waiting_) {
     const bool aged = seq->n_steps_waiting >= config_.max_wait_steps;
-    const int64_t second = aged
-                               ? static_cast<int64_t>(seq->id)
-                               : -int64_t{cache_.match(seq->cache_namespace, seq->tokens).n_tokens};
+    const int64_t second = aged ? static_cast<int64_t>(seq->id) : -int64_t{match(*seq).n_tokens};
     keyed.push_back({{!aged, second, seq->id}, seq});
   }
   std::sort(keyed.begin(), keyed.end(),
             [](const Keyed& a, const Keyed& b) { return a.key < b.key; });
   for (size_t i = 0; i < keyed.size(); ++i) waiting_[i] = keyed[i].seq;
+}
+
+PrefixMatch Scheduler::match(const Sequence& seq) const {
+  if (seq.wants_prompt_logits) return PrefixMatch{};  // cached positions would have no logits
+  return cache_.match(seq.cache_namespace, seq.tokens);
 }
 
 void Scheduler::admit_waiting(StepPlan& plan, int32_t& budget) {
@@ -103,12 +106,12 @@ void Scheduler::admit_waiting(StepPlan& plan, int32_t& budget) {
       ++i;
       continue;
     }
-    const PrefixMatch match = cache_.match(seq->cache_namespace, seq->tokens);
-    Result<SequenceKv> kv = cache_.admit(seq->cache_namespace, match, seq->size());
+    const PrefixMatch matched = match(*seq);
+    Result<SequenceKv> kv = cache_.admit(seq->cache_namespace, matched, seq->size());
     if (!kv.ok()) break;  // no room now: keep the order, try again next step
     seq->kv = std::move(kv).value();
-    seq->n_computed = match.n_tokens;
-    if (!seq->admitted_once) seq->n_cached_tokens = match.n_tokens;
+    seq->n_computed = matched.n_tokens;
+    if (!seq->admitted_once) seq->n_cached_tokens = matched.n_tokens;
     seq->admitted_once = true;
     seq->state = SequenceState::RUNNING;
     running_.push_back(seq);

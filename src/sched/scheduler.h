@@ -43,7 +43,14 @@ struct ScheduledChunk {
   Sequence* seq = nullptr;
   int32_t begin = 0;
   int32_t n_tokens = 0;
+  // The chunk reaches the sequence's last token, whose logits sample the next one.
   bool wants_logits() const { return begin + n_tokens == seq->size(); }
+  // Rows whose logits the forward pass returns: the last n_logit_rows() of the chunk (all of them
+  // when the sequence wants its prompt logits, else the last one when wants_logits()).
+  int32_t n_logit_rows() const {
+    if (seq->wants_prompt_logits) return n_tokens;
+    return wants_logits() ? 1 : 0;
+  }
 };
 
 struct StepPlan {
@@ -83,6 +90,8 @@ class Scheduler {
   void grow_running();
   void admit_waiting(StepPlan& plan, int32_t& budget);
   void order_waiting();
+  // The cached prefix that admitting seq would reuse (nothing when it wants its prompt logits).
+  PrefixMatch match(const Sequence& seq) const;
   void preempt(Sequence* seq);
   // Caches seq's computed tokens and releases its blocks, folding its block counters in.
   void release(Sequence* seq);

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "base/token_id.h"
 #include "prefix/prefix_cache.h"
-#include "tokenizer/vocab.h"
 
 namespace trellis {
 
@@ -34,6 +34,9 @@ struct Sequence {
   int32_t n_blocks_acquired = 0;
   int32_t n_preemptions = 0;
   bool admitted_once = false;
+  // Every prompt position's logits are wanted: the prompt is computed from position 0 (the prefix
+  // cache is not matched) and every row of its chunks produces logits.
+  bool wants_prompt_logits = false;
 
   int32_t size() const { return static_cast<int32_t>(tokens.size()); }
   int32_t n_pending() const { return size() - n_computed; }

@@ -32,12 +32,6 @@ ApiResponse json_response(int status, const nlohmann::json& body) {
   return ApiResponse{status, "application/json", dump_json(body), {}};
 }
 
-FinishReason finish_reason_of(const std::string& name) {
-  if (name == "stop") return FinishReason::STOP;
-  if (name == "length") return FinishReason::LENGTH;
-  return FinishReason::NONE;
-}
-
 int64_t unix_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -335,10 +329,11 @@ ApiResponse OpenAiService::run_whole(Generation& g, std::shared_ptr<InFlight> sl
   usage.cached_tokens = outputs.front().stats.n_cached_tokens;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const RequestOutput& out = outputs[i];
-    if (out.finish_reason == "error" || out.finish_reason == "cancelled") {
-      const int status = out.finish_reason == "cancelled" ? 503 : 500;
+    if (out.finish_reason == FinishReason::ERROR || out.finish_reason == FinishReason::CANCELLED) {
+      const bool cancelled = out.finish_reason == FinishReason::CANCELLED;
+      const int status = cancelled ? 503 : 500;
       finish_request(g, outputs, status);
-      return error_response(server_error(out.finish_reason == "cancelled"
+      return error_response(server_error(cancelled
                                              ? "the request was cancelled (server shutting down)"
                                              : "generation failed: " + out.error,
                                          status));
@@ -346,7 +341,7 @@ ApiResponse OpenAiService::run_whole(Generation& g, std::shared_ptr<InFlight> sl
     ChoiceResult choice;
     choice.index = static_cast<int32_t>(i);
     choice.text = out.text;
-    choice.finish_reason = finish_reason_of(out.finish_reason);
+    choice.finish_reason = out.finish_reason;
     if (g.top_logprobs) choice.logprobs = logprobs_of(out, *g.top_logprobs);
     usage.completion_tokens += out.stats.n_generated_tokens;
     choices.push_back(std::move(choice));
@@ -414,15 +409,17 @@ ApiResponse OpenAiService::run_stream(std::shared_ptr<Generation> g,
     for (size_t i = 0; i < outputs.size() && connected; ++i) {
       const RequestOutput& out = outputs[i];
       usage.completion_tokens += out.stats.n_generated_tokens;
-      if (out.finish_reason == "error" || out.finish_reason == "cancelled") {
-        send(sse_data(error_json(server_error(
-            out.finish_reason == "cancelled" ? "the request was cancelled (server shutting down)"
-                                             : "generation failed: " + out.error))));
+      if (out.finish_reason == FinishReason::ERROR ||
+          out.finish_reason == FinishReason::CANCELLED) {
+        send(sse_data(
+            error_json(server_error(out.finish_reason == FinishReason::CANCELLED
+                                        ? "the request was cancelled (server shutting down)"
+                                        : "generation failed: " + out.error))));
         continue;
       }
       ChoiceResult last;
       last.index = static_cast<int32_t>(i);
-      last.finish_reason = finish_reason_of(out.finish_reason);
+      last.finish_reason = out.finish_reason;
       last.text_offset = offsets[i];
       send(sse_data(g->chat ? chat_chunk_json(g->header, last)
                             : completion_chunk_json(g->header, last)));
@@ -451,8 +448,8 @@ void OpenAiService::finish_request(const Generation& g, const std::vector<Reques
   }
   r.ttft_seconds = ttft_ms / 1000.0;
   r.total_seconds = std::chrono::duration<double>(Clock::now() - g.arrived).count();
-  r.finish_reason = outputs.empty() ? "error" : outputs.front().finish_reason;
-  if (status == 499) r.finish_reason = "cancelled";  // the client left
+  r.finish_reason = outputs.empty() ? FinishReason::ERROR : outputs.front().finish_reason;
+  if (status == 499) r.finish_reason = FinishReason::CANCELLED;  // the client left
   metrics_.record(r);
   if (config_.log_requests) {
     std::fprintf(stderr,
@@ -461,7 +458,7 @@ void OpenAiService::finish_request(const Generation& g, const std::vector<Reques
                  g.header.id.c_str(), status, g.n, static_cast<long long>(r.prompt_tokens),
                  static_cast<long long>(r.cached_tokens),
                  static_cast<long long>(r.generated_tokens), ttft_ms, r.total_seconds * 1000.0,
-                 r.finish_reason.c_str());
+                 std::string(finish_reason_name(r.finish_reason)).c_str());
   }
 }
 

@@ -20,14 +20,20 @@ void ServerMetrics::record(const FinishedRequest& r) {
   prompt_tokens_ += r.prompt_tokens;
   cached_tokens_ += r.cached_tokens;
   generated_tokens_ += r.generated_tokens;
-  if (r.finish_reason == "stop") {
-    ++n_stop_;
-  } else if (r.finish_reason == "length") {
-    ++n_length_;
-  } else if (r.finish_reason == "cancelled") {
-    ++n_cancelled_;
-  } else {
-    ++n_error_;
+  switch (r.finish_reason) {
+    case FinishReason::STOP:
+      ++n_stop_;
+      break;
+    case FinishReason::LENGTH:
+      ++n_length_;
+      break;
+    case FinishReason::CANCELLED:
+      ++n_cancelled_;
+      break;
+    case FinishReason::NONE:  // a request that ended without a reason failed
+    case FinishReason::ERROR:
+      ++n_error_;
+      break;
   }
   if (r.generated_tokens > 0) ttft_.observe(r.ttft_seconds);
   latency_.observe(r.total_seconds);

@@ -31,9 +31,9 @@ struct FinishedRequest {
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;
   int64_t generated_tokens = 0;
-  double ttft_seconds = 0;    // first token of the first choice
-  double total_seconds = 0;   // until the last choice ended
-  std::string finish_reason;  // stop, length, cancelled or error
+  double ttft_seconds = 0;                           // first token of the first choice
+  double total_seconds = 0;                          // until the last choice ended
+  FinishReason finish_reason = FinishReason::ERROR;  // STOP, LENGTH, CANCELLED or ERROR
 };
 
 // Thread-safe: record() from request threads, render() from the /metrics handler.

@@ -6,13 +6,11 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/token_id.h"
 
 namespace trellis {
 
 class GgufFile;
-
-using TokenId = int32_t;
-inline constexpr TokenId kNoToken = -1;
 
 // Values are GGUF's `tokenizer.ggml.token_type` codes.
 enum class TokenType : int32_t {
@@ -33,8 +31,8 @@ struct Vocab {
   std::string model;  // tokenizer.ggml.model as stored
   std::string pre;    // tokenizer.ggml.pre ("default" when absent)
   std::vector<std::string> tokens;
-  std::vector<float> scores;       // empty or one per token
-  std::vector<TokenType> types;    // one per token (NORMAL when absent in the file)
+  std::vector<float> scores;        // empty or one per token
+  std::vector<TokenType> types;     // one per token (NORMAL when absent in the file)
   std::vector<std::string> merges;  // BPE only: "left right" pairs, highest priority first
   TokenId bos_id = kNoToken;
   TokenId eos_id = kNoToken;

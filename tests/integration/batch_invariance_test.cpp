@@ -62,13 +62,9 @@ struct Harness {
         std::vector<int32_t> table;
         for (int32_t b = 0; b < kBlocksPerSequence; ++b)
           table.push_back(c.seq * kBlocksPerSequence + b);
-        const int32_t first_row = batch.n_rows();
         batch.add_sequence(prompts[static_cast<size_t>(c.seq)].data() + c.begin, c.count, c.begin,
-                           table, false);
-        for (int32_t i = 0; i < c.count; ++i) {
-          batch.output_rows.push_back(first_row + i);
-          owners.emplace_back(c.seq, c.begin + i);
-        }
+                           table, c.count);
+        for (int32_t i = 0; i < c.count; ++i) owners.emplace_back(c.seq, c.begin + i);
       }
       EXPECT_TRUE(model->validate_batch(batch, kv, ws).ok());
       std::vector<float> out(batch.output_rows.size() * static_cast<size_t>(n_vocab));
@@ -148,13 +144,12 @@ TEST(SharedPrefixBlocks, ReadingAnotherSequencesBlocksChangesNothing) {
   ThreadPool pool(2);
   // A fills blocks 0..2; B's table starts with A's blocks 0 and 1, then its own block 5.
   ForwardBatch first;
-  first.add_sequence(a.data(), static_cast<int32_t>(a.size()), 0, {0, 1, 2}, false);
+  first.add_sequence(a.data(), static_cast<int32_t>(a.size()), 0, {0, 1, 2}, 0);
   h.model->forward(first, kv, ws, pool, nullptr);
   ForwardBatch second;
   const int32_t shared = 2 * kBlockSize;
   second.add_sequence(b.data() + shared, static_cast<int32_t>(b.size()) - shared, shared, {0, 1, 5},
-                      false);
-  for (int32_t r = 0; r < second.n_rows(); ++r) second.output_rows.push_back(r);
+                      static_cast<int32_t>(b.size()) - shared);
   std::vector<float> logits(static_cast<size_t>(second.n_rows() * n_vocab));
   h.model->forward(second, kv, ws, pool, logits.data());
   const float* expected = alone[0].data() + static_cast<size_t>(shared * n_vocab);

@@ -70,11 +70,12 @@ TEST(EngineStressTest, RandomRequestsForksAndCancellationsAllEndWithoutLeaks) {
           std::string text;
           if (cancel_mode == 1 && h.next_text(text)) h.cancel();
           const RequestOutput& out = h.wait();
-          if (out.finish_reason == "cancelled") {
+          if (out.finish_reason == FinishReason::CANCELLED) {
             ++n_cancelled;
           } else {
-            EXPECT_TRUE(out.finish_reason == "stop" || out.finish_reason == "length")
-                << out.finish_reason << " " << out.error;
+            EXPECT_TRUE(out.finish_reason == FinishReason::STOP ||
+                        out.finish_reason == FinishReason::LENGTH)
+                << finish_reason_name(out.finish_reason) << " " << out.error;
             EXPECT_LE(static_cast<int32_t>(out.tokens.size()), request.max_tokens);
             ++n_finished;
           }

@@ -99,7 +99,7 @@ TEST(EngineTest, ConcurrentRequestsGiveWhatTheyGiveAlone) {
     Result<RequestHandle> h = alone->submit(greedy(p, kMaxTokens));
     ASSERT_TRUE(h.ok()) << h.error().message;
     want.push_back(h->wait());
-    ASSERT_EQ(want.back().finish_reason, "length");
+    ASSERT_EQ(want.back().finish_reason, FinishReason::LENGTH);
   }
 
   // Together: a pool of one context plus one block, small steps, cache on.
@@ -117,7 +117,7 @@ TEST(EngineTest, ConcurrentRequestsGiveWhatTheyGiveAlone) {
   }
   for (size_t i = 0; i < prompts.size(); ++i) {
     const RequestOutput& got = handles[i].wait();
-    ASSERT_EQ(got.finish_reason, "length") << got.error;
+    ASSERT_EQ(got.finish_reason, FinishReason::LENGTH) << got.error;
     EXPECT_EQ(got.tokens, want[i].tokens) << "prompt " << i;
     ASSERT_EQ(got.logits.size(), want[i].logits.size());
     for (size_t s = 0; s < got.logits.size(); ++s) {
@@ -215,92 +215,82 @@ TEST(EngineTest, CancellingReleasesTheBlocksAtOnce) {
   }
   h->cancel();
   const RequestOutput& out = h->wait();
-  EXPECT_EQ(out.finish_reason, "cancelled");
+  EXPECT_EQ(out.finish_reason, FinishReason::CANCELLED);
   EXPECT_LT(out.tokens.size(), 100u);
   expect_no_leak(*engine);
 }
 
-TEST(EngineTest, WarmCachesAPrefixAndBatchesKeepTheirOrder) {
+TEST(EngineTest, WarmCachesAPrefixForTheRequestsThatUseIt) {
   std::unique_ptr<Engine> engine = make_engine(base_config());
   ASSERT_NE(engine, nullptr);
   Tokens system(40);
   for (size_t i = 0; i < system.size(); ++i) system[i] = static_cast<TokenId>(500 + i);
   ASSERT_TRUE(engine->warm("", system).ok());
-  std::vector<EngineRequest> batch;
+  EXPECT_FALSE(engine->warm("", Tokens{}).ok());
   for (int i = 0; i < 4; ++i) {
     Tokens p = i % 2 ? Tokens{9, 8, 7} : system;
     p.push_back(1000 + i);
-    batch.push_back(greedy(p, 3));
+    const RequestOutput out = engine->submit(greedy(p, 3))->wait();
+    EXPECT_EQ(out.finish_reason, FinishReason::LENGTH) << out.error;
+    EXPECT_EQ(out.stats.n_prompt_tokens, i % 2 ? 4 : 41);
+    // Request 3 finds the 3 tokens that request 1 cached (the match leaves the last one out).
+    EXPECT_EQ(out.stats.n_cached_tokens, i == 1 ? 0 : i == 3 ? 3 : 40) << "request " << i;
   }
-  batch.push_back(greedy(Tokens{}, 3));  // an error keeps its place
-  std::vector<Result<RequestOutput>> outs = engine->generate_batch(std::move(batch));
-  ASSERT_EQ(outs.size(), 5u);
-  for (int i = 0; i < 4; ++i) {
-    ASSERT_TRUE(outs[static_cast<size_t>(i)].ok());
-    EXPECT_EQ(outs[static_cast<size_t>(i)]->stats.n_prompt_tokens, i % 2 ? 4 : 41);
-    if (i % 2 == 0) {
-      EXPECT_EQ(outs[static_cast<size_t>(i)]->stats.n_cached_tokens, 40);
-    }
-  }
-  EXPECT_FALSE(outs[4].ok());
   expect_no_leak(*engine);
 }
 
-TEST(EngineTest, PinnedPrefixesSurviveEvictionUntilUnpinnedOrExpired) {
+// Where two logit rows differ ("" when bit-identical); gtest would print every element.
+std::string logits_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size())
+    return std::to_string(a.size()) + " vs " + std::to_string(b.size()) + " values";
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i])
+      return "token " + std::to_string(i) + ": " + std::to_string(a[i]) + " vs " +
+             std::to_string(b[i]);
+  }
+  return "";
+}
+
+// Prompt logits come from the same forward pass as sampling: position p's row equals the logits
+// a request whose prompt ends at p samples from, whether the prompt is cached, chunked or not.
+TEST(EngineTest, PromptLogitsOfEveryPositionMatchTheLogitsSampledFrom) {
   EngineConfig config = base_config();
-  config.n_ctx = 64;
-  config.kv_tokens = 160;  // 20 blocks; pins may hold min(10, 20 - 9) = 10
+  config.scheduler.max_batch_tokens = 8;  // the 21-token prompt runs in three chunks
+  config.scheduler.max_seqs = 2;
   std::unique_ptr<Engine> engine = make_engine(config);
   ASSERT_NE(engine, nullptr);
-  Tokens system(24);
-  for (size_t i = 0; i < system.size(); ++i) system[i] = static_cast<TokenId>(700 + i);
-  auto flood = [&](int round) {  // 70 blocks of other prompts through a 20-block pool
-    for (int i = 0; i < 10; ++i) {
-      Tokens p(50);
-      for (size_t k = 0; k < p.size(); ++k)
-        p[k] = static_cast<TokenId>(3 + (round * 977 + i * 53 + k) % 1900);
-      ASSERT_TRUE(engine->submit(greedy(p, 2))->wait().finish_reason == "length");
-    }
-  };
-  auto cached_after_flood = [&](int round) {
-    flood(round);
-    Tokens p = system;
-    p.push_back(5);
-    return engine->submit(greedy(p, 1))->wait().stats.n_cached_tokens;
-  };
+  Tokens prompt(21);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<TokenId>(40 + 7 * i);
+  ASSERT_TRUE(engine->warm("", prompt).ok());  // cached: the request must not use it
 
-  Result<uint64_t> pin = engine->pin("", system);
-  ASSERT_TRUE(pin.ok()) << pin.error().message;
-  ASSERT_TRUE(engine->check_invariants().ok());
-  EXPECT_EQ(engine->stats().n_blocks_pinned, 3);
-  EXPECT_EQ(cached_after_flood(1), 24);
-  Result<uint64_t> too_much = engine->pin("", Tokens(64, 9));
-  ASSERT_FALSE(too_much.ok());
-  EXPECT_NE(too_much.error().message.find("cannot pin 8 more blocks"), std::string::npos)
-      << too_much.error().message;
-  ASSERT_TRUE(engine->unpin(*pin).ok());
-  EXPECT_FALSE(engine->unpin(*pin).ok());
-  EXPECT_EQ(cached_after_flood(2), 0);
-
-  // A time-to-live keeps the pin until it passes (asserted only in the direction that does not
-  // depend on the machine's speed: long enough to outlast the flood, short enough to expire).
-  Result<uint64_t> lasting = engine->pin("", system, std::chrono::minutes(10));
-  ASSERT_TRUE(lasting.ok());
-  EXPECT_EQ(cached_after_flood(3), 24);
-  ASSERT_TRUE(engine->unpin(*lasting).ok());
-  Result<uint64_t> brief = engine->pin("", system, std::chrono::milliseconds(1));
-  ASSERT_TRUE(brief.ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ASSERT_TRUE(engine->check_invariants().ok());
-  EXPECT_EQ(engine->stats().n_blocks_pinned, 0);
-  EXPECT_FALSE(engine->unpin(*brief).ok()) << "expired";
+  EngineRequest all = greedy(prompt, 2);
+  all.return_prompt_logits = true;
+  all.return_logits = true;
+  const RequestOutput out = engine->submit(all)->wait();
+  ASSERT_EQ(out.finish_reason, FinishReason::LENGTH) << out.error;
+  EXPECT_EQ(out.stats.n_cached_tokens, 0);
+  ASSERT_EQ(out.prompt_logits.size(), prompt.size());
+  ASSERT_EQ(out.logits.size(), 2u);
+  EXPECT_EQ(logits_difference(out.prompt_logits.back(), out.logits.front()), "");
+  for (size_t p : {size_t{0}, size_t{7}, size_t{8}, size_t{15}}) {
+    EngineRequest prefix = greedy(Tokens(prompt.begin(), prompt.begin() + p + 1), 1);
+    prefix.return_logits = true;
+    const RequestOutput alone = engine->submit(prefix)->wait();
+    ASSERT_EQ(alone.logits.size(), 1u);
+    EXPECT_EQ(logits_difference(out.prompt_logits[p], alone.logits.front()), "")
+        << "position " << p;
+  }
+  // Only the prompt's logits: nothing is generated.
+  EngineRequest logits_only = greedy(prompt, 0);
+  logits_only.return_prompt_logits = true;
+  const RequestOutput only = engine->submit(logits_only)->wait();
+  EXPECT_TRUE(only.tokens.empty());
+  ASSERT_EQ(only.prompt_logits.size(), out.prompt_logits.size());
+  for (size_t p = 0; p < out.prompt_logits.size(); ++p)
+    EXPECT_EQ(logits_difference(only.prompt_logits[p], out.prompt_logits[p]), "")
+        << "position " << p;
+  EXPECT_FALSE(engine->fork(all, 2).ok()) << "branches have no prompt logits of their own";
   expect_no_leak(*engine);
-
-  EngineConfig off = base_config();
-  off.prefix_cache.enabled = false;
-  std::unique_ptr<Engine> uncached = make_engine(off);
-  ASSERT_NE(uncached, nullptr);
-  EXPECT_FALSE(uncached->pin("", system).ok());
 }
 
 TEST(EngineTest, RequestsThatCanNeverRunFailAtOnce) {
@@ -330,7 +320,7 @@ TEST(EngineTest, DestroyingTheEngineCancelsWhatRuns) {
     ASSERT_TRUE(h.ok());
     handle = *h;
   }
-  EXPECT_EQ(handle.wait().finish_reason, "cancelled");
+  EXPECT_EQ(handle.wait().finish_reason, FinishReason::CANCELLED);
 }
 
 }  // namespace

@@ -1,13 +1,14 @@
-// The forward pass against another implementation's outputs for the models in ../shared/models:
-// greedy tokens exactly (up to a step whose top-2 logit margin is within numeric noise) and logits
-// within a stated tolerance.
+// The forward pass against another implementation's outputs for the models in ../shared/models,
+// through the engine (scheduler, batches, prefix cache) that serves every request: greedy tokens
+// exactly (up to a step whose top-2 logit margin is within numeric noise) and logits within a
+// stated tolerance.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <fstream>
 #include <sstream>
 
-#include "engine/generator.h"
+#include "engine/engine.h"
 #include "test_support.h"
 
 namespace trellis {
@@ -99,70 +100,84 @@ const ModelCase kModels[] = {{"stories260K.gguf", 1e-4f}, {"llama-2-tiny-random.
 
 class LlamaReference : public ::testing::TestWithParam<ModelCase> {
  protected:
-  std::unique_ptr<Generator> load(int threads) {
-    GeneratorConfig config;
+  std::unique_ptr<Engine> load(int threads) {
+    EngineConfig config;
     config.n_threads = threads;
     config.n_ctx = 512;
-    config.kv_type = KvType::F32;  // as the reference ran
-    config.max_batch_tokens = 64;
-    Result<std::unique_ptr<Generator>> gen =
-        Generator::create(testing::shared_dir() + "/models/" + GetParam().name, config);
-    EXPECT_TRUE(gen.ok()) << gen.error().message;
-    return gen.ok() ? std::move(gen).value() : nullptr;
+    config.kv_type = KvType::F32;            // as the reference ran
+    config.scheduler.max_batch_tokens = 64;  // longer prompts run in several chunks
+    Result<std::unique_ptr<Engine>> engine =
+        Engine::create(testing::shared_dir() + "/models/" + GetParam().name, config);
+    EXPECT_TRUE(engine.ok()) << engine.error().message;
+    return engine.ok() ? std::move(engine).value() : nullptr;
+  }
+
+  // The logits of every prompt position.
+  static RequestOutput prompt_logits(Engine& engine, std::vector<TokenId> tokens) {
+    EngineRequest request;
+    request.prompt = std::move(tokens);
+    request.max_tokens = 0;
+    request.return_prompt_logits = true;
+    Result<RequestHandle> handle = engine.submit(std::move(request));
+    EXPECT_TRUE(handle.ok()) << handle.error().message;
+    return handle.ok() ? handle->wait() : RequestOutput{};
   }
 };
 
 TEST_P(LlamaReference, PromptTokensAndLogitsMatch) {
   TRELLIS_REQUIRE_SHARED();
-  std::unique_ptr<Generator> gen = load(2);
-  ASSERT_NE(gen, nullptr);
+  std::unique_ptr<Engine> engine = load(2);
+  ASSERT_NE(engine, nullptr);
   const std::string base = testing::shared_dir() + "/reference/" + GetParam().name;
   std::vector<GreedyCase> greedy = read_greedy(base + ".greedy.txt");
   std::vector<LogitsCase> logits = read_logits(base + ".logits.txt");
   ASSERT_FALSE(logits.empty());
   for (const LogitsCase& c : logits) {
-    std::vector<TokenId> tokens = gen->tokenizer().encode(c.prompt, true, false);
+    std::vector<TokenId> tokens = engine->tokenizer().encode(c.prompt, true, false);
     ASSERT_EQ(tokens.size(), c.positions.size()) << "prompt '" << c.prompt << "'";
-    Result<std::vector<std::vector<float>>> ours =
-        gen->prompt_logits(tokens, /*all_positions=*/true);
-    ASSERT_TRUE(ours.ok()) << ours.error().message;
+    const RequestOutput ours = prompt_logits(*engine, tokens);
+    ASSERT_EQ(ours.finish_reason, FinishReason::LENGTH) << ours.error;
+    ASSERT_EQ(ours.prompt_logits.size(), tokens.size());
     float worst = 0;
     for (size_t pos = 0; pos < tokens.size(); ++pos) {
       for (auto [id, expected] : c.positions[pos]) {
-        worst = std::max(worst, std::fabs((*ours)[pos][static_cast<size_t>(id)] - expected));
+        worst =
+            std::max(worst, std::fabs(ours.prompt_logits[pos][static_cast<size_t>(id)] - expected));
       }
     }
     EXPECT_LE(worst, GetParam().logit_tolerance) << "prompt '" << c.prompt << "'";
   }
   for (const GreedyCase& c : greedy) {
-    EXPECT_EQ(gen->tokenizer().encode(c.prompt, true, false), c.prompt_tokens) << c.prompt;
+    EXPECT_EQ(engine->tokenizer().encode(c.prompt, true, false), c.prompt_tokens) << c.prompt;
   }
 }
 
 TEST_P(LlamaReference, GreedyTokensMatch) {
   TRELLIS_REQUIRE_SHARED();
-  std::unique_ptr<Generator> gen = load(1);
-  ASSERT_NE(gen, nullptr);
+  std::unique_ptr<Engine> engine = load(1);
+  ASSERT_NE(engine, nullptr);
   std::vector<GreedyCase> cases =
       read_greedy(testing::shared_dir() + "/reference/" + GetParam().name + ".greedy.txt");
   ASSERT_FALSE(cases.empty());
   int compared_steps = 0;
   for (const GreedyCase& c : cases) {
-    GenerationRequest request;
+    EngineRequest request;
     request.prompt = c.prompt_tokens;
     request.max_tokens = static_cast<int32_t>(c.generated.size());
     request.sampling.temperature = 0;
     request.sampling.top_k = 0;
     request.sampling.top_p = 1;
     request.sampling.min_p = 0;
-    Result<GenerationResult> result = gen->generate(request, [](std::string_view) { return true; });
-    ASSERT_TRUE(result.ok()) << result.error().message;
+    Result<RequestHandle> handle = engine->submit(std::move(request));
+    ASSERT_TRUE(handle.ok()) << handle.error().message;
+    const RequestOutput& result = handle->wait();
+    ASSERT_NE(result.finish_reason, FinishReason::ERROR) << result.error;
     for (size_t i = 0; i < c.generated.size(); ++i) {
       // Below this margin the two implementations' rounding may legitimately pick differently.
       const float noise = 2 * GetParam().logit_tolerance;
       if (i < c.margins.size() && c.margins[i] < noise) break;
-      ASSERT_LT(i, result->tokens.size()) << "stopped early on prompt '" << c.prompt << "'";
-      ASSERT_EQ(result->tokens[i], c.generated[i])
+      ASSERT_LT(i, result.tokens.size()) << "stopped early on prompt '" << c.prompt << "'";
+      ASSERT_EQ(result.tokens[i], c.generated[i])
           << "step " << i << " of prompt '" << c.prompt << "'";
       ++compared_steps;
     }

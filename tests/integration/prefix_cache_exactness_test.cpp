@@ -2,14 +2,17 @@
 // lengths, block-boundary edge cases, repeats, follow-up turns that extend an earlier prompt and
 // its output) give token-for-token identical greedy outputs and bit-identical logits with the
 // cache off, on in BLOCK mode, on in TOKEN mode, and in TOKEN mode on a pool so small that almost
-// every request evicts. Afterwards no block is held by a request and a flush frees them all.
+// every request evicts. Afterwards no block is held by a request and a flush frees them all. The
+// requests run through the engine, one after another, as a chat's turns would.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <future>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "engine/generator.h"
+#include "engine/engine.h"
 #include "model/model_presets.h"
 #include "model/synth_model.h"
 #include "test_support.h"
@@ -97,44 +100,54 @@ struct RunStats {
   int64_t n_evicted = 0;
 };
 
+// Runs `request` to its end; the callback sees each piece of text on the engine's thread.
+RequestOutput run(Engine& engine, EngineRequest request,
+                  std::function<void(std::string_view)> on_text = {}) {
+  Result<RequestHandle> handle = engine.submit(std::move(request), std::move(on_text));
+  EXPECT_TRUE(handle.ok()) << handle.error().message;
+  return handle.ok() ? handle->wait() : RequestOutput{};
+}
+
 RunStats run_variant(const Variant& v, int32_t block_size, uint32_t seed, int n_prompts) {
-  GeneratorConfig config;
+  EngineConfig config;
   config.n_threads = 2;
   config.block_size = block_size;
   config.n_ctx = kContext;
-  config.max_batch_tokens = 24;  // several prefill chunks per prompt
+  config.scheduler.max_batch_tokens = 24;  // several prefill chunks per prompt
   config.prefix_cache = PrefixCacheConfig{v.cache, v.mode};
   config.kv_tokens = v.kv_tokens;
-  Result<std::unique_ptr<Generator>> created = Generator::create(tiny_model_path(), config);
+  Result<std::unique_ptr<Engine>> created = Engine::create(tiny_model_path(), config);
   EXPECT_TRUE(created.ok()) << created.error().message;
   if (!created.ok()) return {};
-  Generator& gen = **created;
-  EXPECT_EQ(gen.n_ctx(), kContext) << v.name;
+  Engine& engine = **created;
+  EXPECT_EQ(engine.n_ctx(), kContext) << v.name;
 
   PromptMaker maker(seed, block_size);
   std::vector<Tokens> turns;  // prompt + output of every request so far
   RunStats stats;
   for (int i = 0; i < n_prompts; ++i) {
-    GenerationRequest request;
+    EngineRequest request;
     request.prompt = maker.next(turns);
     request.max_tokens = kMaxTokens;
     request.sampling.temperature = 0;
     request.ignore_eos = true;
     request.return_logits = true;
-    Result<GenerationResult> result = gen.generate(request, [](std::string_view) { return true; });
-    EXPECT_TRUE(result.ok()) << v.name << ": " << result.error().message;
-    if (!result.ok()) return stats;
-    EXPECT_EQ(gen.block_pool().n_in_use(), 0) << v.name << " request " << i;
-    Status ok = gen.prefix_cache().check_invariants();
-    EXPECT_TRUE(ok.ok()) << v.name << ": " << (ok.ok() ? "" : ok.error().message);
     Tokens turn = request.prompt;
-    turn.insert(turn.end(), result->tokens.begin(), result->tokens.end());
+    const RequestOutput result = run(engine, std::move(request));
+    EXPECT_EQ(result.finish_reason, FinishReason::LENGTH) << v.name << ": " << result.error;
+    if (result.finish_reason != FinishReason::LENGTH) return stats;
+    // check_invariants() runs on the engine's thread and refreshes the figures read after it.
+    Status ok = engine.check_invariants();
+    EXPECT_TRUE(ok.ok()) << v.name << ": " << (ok.ok() ? "" : ok.error().message);
+    EXPECT_EQ(engine.stats().n_blocks_in_use, 0) << v.name << " request " << i;
+    turn.insert(turn.end(), result.tokens.begin(), result.tokens.end());
     turns.push_back(std::move(turn));
-    stats.outcomes.push_back({result->tokens, result->logits, result->kv.n_cached_tokens});
+    stats.outcomes.push_back({result.tokens, result.logits, result.stats.n_cached_tokens});
   }
-  stats.n_evicted = gen.block_pool().n_evicted();
-  gen.flush_cache();
-  EXPECT_EQ(gen.block_pool().n_free(), gen.block_pool().n_total()) << v.name << ": a block leaked";
+  stats.n_evicted = engine.stats().n_blocks_evicted;
+  engine.flush_cache();
+  const EngineStats after = engine.stats();
+  EXPECT_EQ(after.n_blocks_free, after.n_blocks_total) << v.name << ": a block leaked";
   return stats;
 }
 
@@ -190,56 +203,67 @@ INSTANTIATE_TEST_SUITE_P(BlockSizes, PrefixCacheExactnessTest, ::testing::Values
                          });
 
 TEST(PrefixCacheLifecycle, CancellingReleasesEveryBlockAndKeepsTheCacheValid) {
-  GeneratorConfig config;
+  EngineConfig config;
   config.n_threads = 2;
   config.block_size = 8;
   config.n_ctx = kContext;
-  Result<std::unique_ptr<Generator>> created = Generator::create(tiny_model_path(), config);
+  Result<std::unique_ptr<Engine>> created = Engine::create(tiny_model_path(), config);
   ASSERT_TRUE(created.ok()) << created.error().message;
-  Generator& gen = **created;
+  Engine& engine = **created;
 
-  GenerationRequest request;
+  EngineRequest request;
   for (TokenId t = 10; t < 60; ++t) request.prompt.push_back(t);
   request.max_tokens = 30;
   request.sampling.temperature = 0;
   request.ignore_eos = true;
+  // Cancelled from its own text callback, on the engine's thread: the engine stops it before the
+  // next step, whatever the machine's speed.
+  std::promise<RequestHandle> own_handle;
+  std::shared_future<RequestHandle> self = own_handle.get_future().share();
   int pieces = 0;
-  Result<GenerationResult> cancelled =
-      gen.generate(request, [&](std::string_view) { return ++pieces < 3; });
-  ASSERT_TRUE(cancelled.ok()) << cancelled.error().message;
-  EXPECT_EQ(cancelled->finish_reason, "cancelled");
-  EXPECT_LT(cancelled->tokens.size(), 30u);
-  EXPECT_EQ(gen.block_pool().n_in_use(), 0);
+  Result<RequestHandle> handle = engine.submit(request, [&pieces, self](std::string_view) {
+    if (++pieces == 3) RequestHandle(self.get()).cancel();
+  });
+  ASSERT_TRUE(handle.ok()) << handle.error().message;
+  own_handle.set_value(*handle);
+  const RequestOutput cancelled = handle->wait();
+  EXPECT_EQ(cancelled.finish_reason, FinishReason::CANCELLED);
+  // Three pieces of text need at least three tokens; the cancel lands before the next step.
+  EXPECT_GE(cancelled.tokens.size(), 3u);
+  EXPECT_LT(cancelled.tokens.size(), 30u);
+  ASSERT_TRUE(engine.check_invariants().ok());
+  EXPECT_EQ(engine.stats().n_blocks_in_use, 0);
 
   // The cancelled request's cached KV is reused and gives the same output as a fresh run.
-  Result<GenerationResult> again = gen.generate(request, [](std::string_view) { return true; });
-  ASSERT_TRUE(again.ok());
-  EXPECT_EQ(again->kv.n_cached_tokens, 49);
+  const RequestOutput again = run(engine, request);
+  EXPECT_EQ(again.stats.n_cached_tokens, 49);
   config.prefix_cache.enabled = false;
-  Result<std::unique_ptr<Generator>> fresh = Generator::create(tiny_model_path(), config);
+  Result<std::unique_ptr<Engine>> fresh = Engine::create(tiny_model_path(), config);
   ASSERT_TRUE(fresh.ok());
-  Result<GenerationResult> baseline =
-      (*fresh)->generate(request, [](std::string_view) { return true; });
-  ASSERT_TRUE(baseline.ok());
-  EXPECT_EQ(again->tokens, baseline->tokens);
-  EXPECT_EQ(gen.block_pool().n_in_use(), 0);
-  gen.flush_cache();
-  EXPECT_EQ(gen.block_pool().n_free(), gen.block_pool().n_total());
+  const RequestOutput baseline = run(**fresh, request);
+  ASSERT_EQ(baseline.finish_reason, FinishReason::LENGTH) << baseline.error;
+  EXPECT_EQ(again.tokens, baseline.tokens);
+  EXPECT_TRUE(std::equal(cancelled.tokens.begin(), cancelled.tokens.end(), baseline.tokens.begin()))
+      << "the cancelled request generated what the full one did, up to the cancel";
+  ASSERT_TRUE(engine.check_invariants().ok());
+  EXPECT_EQ(engine.stats().n_blocks_in_use, 0);
+  engine.flush_cache();
+  EXPECT_EQ(engine.stats().n_blocks_free, engine.stats().n_blocks_total);
 }
 
 TEST(PrefixCacheLifecycle, APoolSmallerThanTheContextShortensTheContext) {
-  GeneratorConfig config;
+  EngineConfig config;
   config.n_threads = 1;
   config.block_size = 16;
   config.n_ctx = 256;
   config.kv_tokens = 100;  // 7 blocks: one request of up to 6 blocks always fits
-  Result<std::unique_ptr<Generator>> created = Generator::create(tiny_model_path(), config);
+  Result<std::unique_ptr<Engine>> created = Engine::create(tiny_model_path(), config);
   ASSERT_TRUE(created.ok()) << created.error().message;
   EXPECT_EQ((*created)->n_ctx(), 96);
-  EXPECT_EQ((*created)->block_pool().n_total(), 7);
+  EXPECT_EQ((*created)->stats().n_blocks_total, 7);
 
   config.kv_tokens = 16;  // one block: too small for anything
-  Result<std::unique_ptr<Generator>> tiny = Generator::create(tiny_model_path(), config);
+  Result<std::unique_ptr<Engine>> tiny = Engine::create(tiny_model_path(), config);
   ASSERT_FALSE(tiny.ok());
   EXPECT_NE(tiny.error().message.find("too small"), std::string::npos) << tiny.error().message;
 }

@@ -68,6 +68,32 @@ struct Harness {
 
 using Chunks = std::vector<std::tuple<uint64_t, int32_t, int32_t>>;
 
+// A sequence that wants its prompt logits is computed from position 0 although its prompt is
+// cached, and every row of its chunks yields logits; the others reuse the cache as usual.
+TEST(SchedulerTest, PromptLogitsSkipTheCacheAndWantEveryRow) {
+  Harness h(20, SchedulerConfig{8, 4, SchedulePolicy::FCFS, 64});
+  h.add(range(100, 9));
+  h.step();
+  h.step();  // the first sequence is prefilled and has decoded: its 8 first tokens are cached
+  h.scheduler.remove(h.seqs[0].get());
+  Sequence* plain = h.add(range(100, 9));
+  Sequence* logits = h.add(range(100, 9));
+  logits->wants_prompt_logits = true;
+  StepPlan plan = h.scheduler.plan();
+  ASSERT_EQ(plan.chunks.size(), 2u);
+  EXPECT_EQ(plan.chunks[0].seq, plain);
+  EXPECT_EQ(plan.chunks[0].begin, 8);  // the cache served [0, 8)
+  EXPECT_EQ(plan.chunks[0].n_logit_rows(), 1);
+  EXPECT_EQ(plan.chunks[1].seq, logits);
+  EXPECT_EQ(plan.chunks[1].begin, 0);
+  EXPECT_EQ(plan.chunks[1].n_tokens, 7);  // the budget's rest: no logits to sample from yet
+  EXPECT_FALSE(plan.chunks[1].wants_logits());
+  EXPECT_EQ(plan.chunks[1].n_logit_rows(), 7);
+  EXPECT_EQ(logits->n_cached_tokens, 0);
+  EXPECT_EQ(plain->n_cached_tokens, 8);
+  h.scheduler.complete(plan);
+}
+
 TEST(SchedulerTest, ChunkedPrefillThenDecodeTokensFirst) {
   Harness h(20, SchedulerConfig{8, 4, SchedulePolicy::FCFS, 64});
   Sequence* a = h.add(range(100, 10));

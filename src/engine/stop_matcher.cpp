@@ -1,4 +1,4 @@
-#include "sample/stop_matcher.h"
+#include "engine/stop_matcher.h"
 
 #include <cassert>
 

@@ -1,4 +1,4 @@
-#include "generator_options.h"
+#include "engine_options.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -12,7 +12,7 @@ namespace trellis::cli {
 
 namespace fs = std::filesystem;
 
-void GeneratorOptions::add_to(CLI::App& app, bool model_required) {
+void EngineOptions::add_to(CLI::App& app, bool model_required) {
   CLI::Option* m = app.add_option("-m,--model", model, "GGUF model file");
   if (model_required) m->required();
   app.add_option("-t,--threads", threads, "Threads (default: all cores)");
@@ -34,7 +34,7 @@ void GeneratorOptions::add_to(CLI::App& app, bool model_required) {
   app.add_option("--kv-tokens", kv_tokens, "KV pool size in tokens (instead of --kv-mem)");
 }
 
-void GeneratorOptions::add_scheduler_options(CLI::App& app) {
+void EngineOptions::add_scheduler_options(CLI::App& app) {
   app.add_option("--max-seqs", max_seqs, "Requests running at once (the rest wait)")
       ->capture_default_str();
   app.add_option("--schedule", schedule,
@@ -43,60 +43,19 @@ void GeneratorOptions::add_scheduler_options(CLI::App& app) {
   app.add_option("--max-wait", max_wait,
                  "Under lpm, steps after which a waiting request goes before younger ones")
       ->capture_default_str();
-  app.add_option("--max-pinned", max_pinned,
-                 "Fraction of the KV pool that pinned prefixes may hold, in [0, 1]")
-      ->capture_default_str();
 }
 
-Result<EngineConfig> GeneratorOptions::engine_config() const {
-  Result<GeneratorConfig> base = config();
-  if (!base.ok()) return base.error();
-  EngineConfig config;
-  config.n_threads = base->n_threads;
-  config.block_size = base->block_size;
-  config.kv_type = base->kv_type;
-  config.n_ctx = base->n_ctx;
-  config.kv_bytes = base->kv_bytes;
-  config.kv_tokens = base->kv_tokens;
-  config.prefix_cache = base->prefix_cache;
-  config.scheduler.max_batch_tokens = std::max(batch_tokens, max_seqs);
-  config.scheduler.max_seqs = max_seqs;
-  config.scheduler.max_wait_steps = max_wait;
-  config.max_pinned_fraction = max_pinned;
-  if (schedule == "lpm") {
-    config.scheduler.policy = SchedulePolicy::LPM;
-  } else if (schedule == "fcfs") {
-    config.scheduler.policy = SchedulePolicy::FCFS;
-  } else {
-    return Error{"--schedule must be lpm or fcfs, not '" + schedule + "'"};
+Result<EngineConfig> EngineOptions::engine_config() const {
+  if (threads < 0 || n_ctx < 0 || block_size <= 0 || batch_tokens <= 0) {
+    return Error{
+        "--threads/--ctx must not be negative; --block-size/--batch-tokens must be positive"};
   }
   if (max_seqs < 1 || max_wait < 0)
     return Error{"--max-seqs must be positive and --max-wait not negative"};
-  return config;
-}
-
-std::unique_ptr<Engine> GeneratorOptions::open_engine(FunctionRef<void(EngineConfig&)> adjust) {
-  if (model.empty()) model = default_model_path();
-  Result<EngineConfig> built = engine_config();
-  if (!built.ok()) {
-    std::fprintf(stderr, "error: %s\n", built.error().message.c_str());
-    return nullptr;
-  }
-  adjust(*built);
-  Result<std::unique_ptr<Engine>> engine = Engine::create(model, *built);
-  if (!engine.ok()) {
-    std::fprintf(stderr, "error: %s\n", engine.error().message.c_str());
-    return nullptr;
-  }
-  return std::move(engine).value();
-}
-
-Result<GeneratorConfig> GeneratorOptions::config() const {
-  GeneratorConfig config;
+  EngineConfig config;
   config.n_threads = threads;
   config.n_ctx = n_ctx;
   config.block_size = block_size;
-  config.max_batch_tokens = batch_tokens;
   if (kv_type == "f16") {
     config.kv_type = KvType::F16;
   } else if (kv_type == "f32") {
@@ -121,27 +80,34 @@ Result<GeneratorConfig> GeneratorOptions::config() const {
   }
   if (kv_tokens < 0) return Error{"--kv-tokens must not be negative"};
   config.kv_tokens = kv_tokens;
-  if (threads < 0 || n_ctx < 0 || block_size <= 0 || batch_tokens <= 0) {
-    return Error{
-        "--threads/--ctx must not be negative; --block-size/--batch-tokens must be positive"};
+  // A step holds every running request's decode token, so the batch holds at least max_seqs.
+  config.scheduler.max_batch_tokens = std::max(batch_tokens, max_seqs);
+  config.scheduler.max_seqs = max_seqs;
+  config.scheduler.max_wait_steps = max_wait;
+  if (schedule == "lpm") {
+    config.scheduler.policy = SchedulePolicy::LPM;
+  } else if (schedule == "fcfs") {
+    config.scheduler.policy = SchedulePolicy::FCFS;
+  } else {
+    return Error{"--schedule must be lpm or fcfs, not '" + schedule + "'"};
   }
   return config;
 }
 
-std::unique_ptr<Generator> GeneratorOptions::open(FunctionRef<void(GeneratorConfig&)> adjust) {
+std::unique_ptr<Engine> EngineOptions::open_engine(FunctionRef<void(EngineConfig&)> adjust) {
   if (model.empty()) model = default_model_path();
-  Result<GeneratorConfig> built = config();
+  Result<EngineConfig> built = engine_config();
   if (!built.ok()) {
     std::fprintf(stderr, "error: %s\n", built.error().message.c_str());
     return nullptr;
   }
   adjust(*built);
-  Result<std::unique_ptr<Generator>> generator = Generator::create(model, *built);
-  if (!generator.ok()) {
-    std::fprintf(stderr, "error: %s\n", generator.error().message.c_str());
+  Result<std::unique_ptr<Engine>> engine = Engine::create(model, *built);
+  if (!engine.ok()) {
+    std::fprintf(stderr, "error: %s\n", engine.error().message.c_str());
     return nullptr;
   }
-  return std::move(generator).value();
+  return std::move(engine).value();
 }
 
 void print_streamed(std::string_view text) {

@@ -1,6 +1,6 @@
 // StopMatcher: stop tokens, max_tokens, stop strings across token boundaries, UTF-8 split over byte
 // tokens, and streamed text that adds up to the non-streamed answer.
-#include "sample/stop_matcher.h"
+#include "engine/stop_matcher.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,52 @@
+// Options shared by the subcommands that run the model: the engine's configuration as flags.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <string_view>
+
+#include "engine/engine.h"
+
+namespace trellis::cli {
+
+struct EngineOptions {
+  std::string model;
+  int threads = 0;
+  int32_t n_ctx = 0;
+  int32_t block_size = 32;
+  std::string kv_type = "f16";
+  int32_t batch_tokens = 256;
+  std::string prefix_cache = "on";
+  std::string match = "token";
+  std::string kv_mem;  // a size such as 512MiB; empty: --kv-tokens or the default
+  int64_t kv_tokens = 0;
+  int32_t max_seqs = 16;
+  std::string schedule = "lpm";
+  int64_t max_wait = 64;
+
+  // Registers -m, -t, --ctx, --block-size, --kv-type, --batch-tokens, --prefix-cache, --match,
+  // --kv-mem and --kv-tokens on `app`.
+  void add_to(CLI::App& app, bool model_required);
+  // Registers --max-seqs, --schedule and --max-wait (the scheduler's).
+  void add_scheduler_options(CLI::App& app);
+  // The config, or an error for a bad value.
+  Result<EngineConfig> engine_config() const;
+  // Builds the engine for `model` (the default model when empty) from these options, after
+  // `adjust` had a chance to change the config; prints the error and returns null on failure.
+  std::unique_ptr<Engine> open_engine(FunctionRef<void(EngineConfig&)> adjust);
+  std::unique_ptr<Engine> open_engine() {
+    return open_engine([](EngineConfig&) {});
+  }
+};
+using GeneratorOptions = EngineOptions;  // TRANSITION
+
+// Writes generated text to stdout at once (streaming output).
+void print_streamed(std::string_view text);
+
+// The default model's path (created by `trellis demo` when missing).
+std::string default_model_path();
+// Creates the default model (tinyllama-1.1b-shaped, q4_0, synthetic weights) at `path` when no file
+// is there yet.
+Status ensure_default_model(const std::string& path);
+
+}  // namespace trellis::cli
