@@ -4,13 +4,19 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "bench_support.h"
+#include "bench/bench_tokens.h"
+#include "bench/process_memory.h"
+#include "bench/stats.h"
 #include "commands.h"
 #include "generator_options.h"
 
 namespace trellis::cli {
 namespace {
 
+using bench::bench_tokens;
+using bench::peak_rss_bytes;
+using bench::Stats;
+using bench::stats;
 using Clock = std::chrono::steady_clock;
 
 struct SpeedArgs {
