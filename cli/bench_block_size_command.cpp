@@ -10,7 +10,7 @@
 
 #include "bench/block_size_bench.h"
 #include "bench/plot.h"
-#include "bench_output.h"
+#include "bench_common.h"
 #include "commands.h"
 #include "generator_options.h"
 
@@ -59,11 +59,7 @@ int run_block_size(BlockSizeArgs& args) {
   if (!lengths.ok()) return print_error(lengths.error().message);
   options.block_sizes = *sizes;
   options.lengths = *lengths;
-  if (args.generator.model.empty()) args.generator.model = default_model_path();
-  options.model_path = args.generator.model;
-  Result<EngineConfig> config = args.generator.engine_config();
-  if (!config.ok()) return print_error(config.error().message);
-  options.engine = *config;
+  if (!resolve_engine(args.generator, options.model_path, options.engine)) return 1;
 
   ProgressPrinter progress;
   bool header_printed = false;

@@ -7,7 +7,7 @@
 #include "alloc_hook.h"
 #include "bench/phi_bench.h"
 #include "bench/plot.h"
-#include "bench_output.h"
+#include "bench_common.h"
 #include "commands.h"
 #include "generator_options.h"
 
@@ -76,11 +76,7 @@ void print_phi_row(const PhiArgs& args, const nlohmann::json& row) {
 
 int run_phi(PhiArgs& args) {
   bench::PhiOptions& options = args.options;
-  if (args.generator.model.empty()) args.generator.model = default_model_path();
-  options.model_path = args.generator.model;
-  Result<EngineConfig> config = args.generator.engine_config();
-  if (!config.ok()) return print_error(config.error().message);
-  options.engine = *config;
+  if (!resolve_engine(args.generator, options.model_path, options.engine)) return 1;
   options.heap_allocations = heap_allocations;
 
   ProgressPrinter progress;

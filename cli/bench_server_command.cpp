@@ -6,7 +6,7 @@
 #include <string>
 
 #include "bench/server_bench.h"
-#include "bench_output.h"
+#include "bench_common.h"
 #include "commands.h"
 #include "generator_options.h"
 
@@ -42,10 +42,7 @@ void print_table(const bench::ServerBenchOptions& o, const json& rows) {
 
 int run_bench_server(ServerBenchArgs& args) {
   bench::ServerBenchOptions& options = args.options;
-  options.model_path = args.generator.model;
-  Result<EngineConfig> config = args.generator.engine_config();
-  if (!config.ok()) return print_error(config.error().message);
-  options.engine = *config;
+  if (!resolve_engine(args.generator, options.model_path, options.engine)) return 1;
 
   ProgressPrinter progress;
   Result<json> record = bench::run_server_bench(options, progress.observer());

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "bench/workload_bench.h"
-#include "bench_output.h"
+#include "bench_common.h"
 #include "commands.h"
 #include "generator_options.h"
 
@@ -55,11 +55,7 @@ int run_workload_command(WorkloadArgs& args) {
                        "' (available: " + bench::workload_names() + ")");
   }
   options.workload = *workload;
-  if (args.generator.model.empty()) args.generator.model = default_model_path();
-  options.model_path = args.generator.model;
-  Result<EngineConfig> config = args.generator.engine_config();
-  if (!config.ok()) return print_error(config.error().message);
-  options.engine = *config;
+  if (!resolve_engine(args.generator, options.model_path, options.engine)) return 1;
 
   ProgressPrinter progress;
   Result<nlohmann::json> record = bench::run_workload_bench(options, progress.observer());

@@ -1,5 +1,5 @@
-// What the `trellis bench` commands print around a runner of src/bench: progress bars, where the
-// results went, plot warnings and errors.
+// What the `trellis bench` commands share around a runner of src/bench: the model and engine
+// config from the flags, progress bars, where the results went, plot warnings and errors.
 #pragma once
 
 #include <memory>
@@ -10,6 +10,8 @@
 #include "base/result.h"
 #include "bench/csv.h"
 #include "bench/observer.h"
+#include "engine/engine.h"
+#include "generator_options.h"
 
 namespace trellis::cli {
 
@@ -25,6 +27,10 @@ class ProgressPrinter {
   std::unique_ptr<ProgressBar> bar_;
   std::string stage_;
 };
+
+// Sets `model_path` (-m, or the default model's path when not given; `generator.model` too) and
+// `engine` (the engine config of the flags). False, the error printed, for a bad flag.
+bool resolve_engine(GeneratorOptions& generator, std::string& model_path, EngineConfig& engine);
 
 // Prints "error: MESSAGE" on stderr and returns the exit code 1.
 int print_error(const std::string& message);

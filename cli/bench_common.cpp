@@ -1,4 +1,4 @@
-#include "bench_output.h"
+#include "bench_common.h"
 
 #include <cstdio>
 
@@ -22,6 +22,18 @@ void ProgressPrinter::update(const std::string& stage, uint64_t done, uint64_t t
   }
   bar_->update(done);
   if (done >= total) bar_.reset();  // finishes the line before anything else is printed
+}
+
+bool resolve_engine(GeneratorOptions& generator, std::string& model_path, EngineConfig& engine) {
+  if (generator.model.empty()) generator.model = default_model_path();
+  model_path = generator.model;
+  Result<EngineConfig> config = generator.engine_config();
+  if (!config.ok()) {
+    print_error(config.error().message);
+    return false;
+  }
+  engine = *config;
+  return true;
 }
 
 int print_error(const std::string& message) {
