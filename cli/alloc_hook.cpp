@@ -2,11 +2,11 @@
 // operator new is replaced by one that counts, then calls malloc (sanitizers still see every
 // allocation through malloc). Aligned allocations keep the library's own operators and are not
 // counted; nothing in the engine's hot path uses them.
+#include "alloc_hook.h"
+
 #include <atomic>
 #include <cstdlib>
 #include <new>
-
-#include "bench_support.h"
 
 namespace {
 std::atomic<int64_t> g_heap_allocations{0};

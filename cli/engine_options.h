@@ -38,7 +38,6 @@ struct EngineOptions {
     return open_engine([](EngineConfig&) {});
   }
 };
-using GeneratorOptions = EngineOptions;  // TRANSITION
 
 // Writes generated text to stdout at once (streaming output).
 void print_streamed(std::string_view text);

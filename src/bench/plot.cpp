@@ -1,4 +1,4 @@
-#include "bench_plot.h"
+#include "bench/plot.h"
 
 #include <sys/wait.h>
 
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "bench_report.h"
+#include "bench/results.h"
 
-namespace trellis::cli {
+namespace trellis::bench {
 namespace {
 
 namespace fs = std::filesystem;
@@ -60,44 +60,33 @@ std::string model_name(const nlohmann::json& record) {
   return fs::path(record["model"]["path"].get<std::string>()).filename().string();
 }
 
-// Writes <dir>/<name>.dat and <dir>/plot.gp, runs gnuplot there, checks <dir>/<name>.png.
-bool draw(const std::string& dir, const std::string& name, const std::string& data,
-          const std::string& script) {
+// Writes <dir>/<name>.dat and <dir>/plot.gp, runs gnuplot there, checks <dir>/<name>.png and
+// returns its path.
+Result<std::string> draw(const std::string& dir, const std::string& name, const std::string& data,
+                         const std::string& script) {
   const std::string png = name + ".png";
   const std::string dat = name + ".dat";
-  if (!write_file(dir + "/" + dat, data).ok() || !write_file(dir + "/plot.gp", script).ok()) {
-    std::fprintf(stderr, "warning: cannot write the plot files in %s: plots skipped\n",
-                 dir.c_str());
-    return false;
-  }
+  if (!write_file(dir + "/" + dat, data).ok() || !write_file(dir + "/plot.gp", script).ok())
+    return Error{"cannot write the plot files in " + dir + ": plots skipped"};
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
-    std::fprintf(stderr,
-                 "warning: gnuplot not found: plots skipped; install gnuplot-nox (the script is "
-                 "%s/plot.gp)\n",
-                 dir.c_str());
-    return false;
+    return Error{"gnuplot not found: plots skipped; install gnuplot-nox (the script is " + dir +
+                 "/plot.gp)"};
   }
   std::error_code ec;
   fs::remove(dir + "/" + png, ec);  // so that a stale figure is not taken for a new one
   const std::string command = "cd " + shell_quote(dir) + " && gnuplot plot.gp 2>&1";
   FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    std::fprintf(stderr, "warning: cannot run gnuplot: plots skipped\n");
-    return false;
-  }
+  if (pipe == nullptr) return Error{"cannot run gnuplot: plots skipped"};
   std::string output;
   std::array<char, 4096> buf{};
   size_t n = 0;
   while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) output.append(buf.data(), n);
   const int status = ::pclose(pipe);
   const bool ok = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  if (!ok || !fs::exists(dir + "/" + png, ec)) {
-    std::fprintf(stderr, "warning: gnuplot failed on %s/plot.gp: plots skipped\n%s", dir.c_str(),
-                 output.c_str());
-    return false;
-  }
-  std::fprintf(stderr, "plot written to %s/%s\n", dir.c_str(), png.c_str());
-  return true;
+  while (!output.empty() && output.back() == '\n') output.pop_back();
+  if (!ok || !fs::exists(dir + "/" + png, ec))
+    return Error{"gnuplot failed on " + dir + "/plot.gp: plots skipped\n" + output};
+  return dir + "/" + png;
 }
 
 }  // namespace
@@ -128,7 +117,7 @@ std::string gnuplot_quote(const std::string& s) {
   return quoted + "'";
 }
 
-bool plot_phi(const std::string& dir, const nlohmann::json& record) {
+Result<std::string> plot_phi(const std::string& dir, const nlohmann::json& record) {
   std::string data =
       "# effective_phi  tokens_per_s_off  stddev  tokens_per_s_on  stddev  "
       "allocations_per_op_off  allocations_per_op_on\n";
@@ -165,7 +154,7 @@ plot 'phi.dat' using 1:2:3 with yerrorlines lw 2 pt 7 lc rgb '#d62728' title 'to
   return draw(dir, "phi", data, script);
 }
 
-bool plot_ttft(const std::string& dir, const nlohmann::json& record) {
+Result<std::string> plot_ttft(const std::string& dir, const nlohmann::json& record) {
   std::string data =
       "# effective_phi  ttft_ms_off  stddev  ttft_ms_on  stddev  ideal_ms (off x (1 - phi))\n";
   for (const nlohmann::json& p : record["points"]) {
@@ -193,7 +182,7 @@ plot 'ttft.dat' using 1:2:3 with yerrorlines lw 2 pt 7 lc rgb '#d62728' title 'c
   return draw(dir, "ttft", data, script);
 }
 
-bool plot_block_size(const std::string& dir, const nlohmann::json& record) {
+Result<std::string> plot_block_size(const std::string& dir, const nlohmann::json& record) {
   // One data block per mode (gnuplot `index` 0, 1, 2), rows sorted by B. The two match modes are
   // drawn 4% either side of B so that their error bars do not hide each other.
   const std::vector<std::string> modes = {"token", "block", "off"};
@@ -246,4 +235,4 @@ unset multiplot
   return draw(dir, "block-size", data, script);
 }
 
-}  // namespace trellis::cli
+}  // namespace trellis::bench

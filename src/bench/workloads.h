@@ -2,8 +2,8 @@
 // paper): seeded token sequences (bench_tokens), so every run of a workload sees the same prompts
 // and, sampling included, must produce the same tokens whatever the cache and the policy.
 //
-// The generators only build prompts and sampling parameters; bench_workload_command.cpp submits
-// them (all at once, per chat session, or per tree level) and measures.
+// The generators only build prompts and sampling parameters; workload_bench.h submits them (all
+// at once, per chat session, or per tree level) and measures.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +15,7 @@
 #include "base/result.h"
 #include "engine/engine.h"
 
-namespace trellis::cli {
+namespace trellis::bench {
 
 enum class Workload { AGENTS, FEW_SHOT, MULTI_TURN, TREE_OF_THOUGHT };
 
@@ -76,10 +76,12 @@ std::vector<EngineRequest> tree_of_thought_roots(const WorkloadSizes& sizes, int
 // k * branch + 1 + i. The sampling seed of node k's branches (derive_seed(root seed, k + 1));
 // branch i samples with derive_seed(thought_seed(...), i), as Engine::fork gives it.
 uint64_t thought_seed(const WorkloadSizes& sizes, int32_t tree, int32_t node);
+// The number of child `i` (in [0, branch)) of node `node`: node * branch + 1 + i.
+int32_t thought_child(const WorkloadSizes& sizes, int32_t node, int32_t i);
 // The parameters of node `node`'s branches (their prompt is the node's history, set by the
 // caller or by Engine::fork).
 EngineRequest thought_branch_params(const WorkloadSizes& sizes, int32_t tree, int32_t node);
 // Nodes of one tree: 1 + branch + branch^2 + ... + branch^depth.
 int64_t thought_tree_nodes(const WorkloadSizes& sizes);
 
-}  // namespace trellis::cli
+}  // namespace trellis::bench

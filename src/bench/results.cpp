@@ -1,9 +1,8 @@
-#include "bench_report.h"
+#include "bench/results.h"
 
 #include <sys/utsname.h>
 
 #include <chrono>
-#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -11,7 +10,7 @@
 
 #include "base/sha256.h"
 
-namespace trellis::cli {
+namespace trellis::bench {
 
 namespace fs = std::filesystem;
 
@@ -50,6 +49,13 @@ std::string source_commit() {
 #endif
 }
 
+nlohmann::json run_facts(const std::string& model_path) {
+  Result<nlohmann::json> model = model_file_json(model_path);
+  return {{"machine", machine_json()},
+          {"commit", source_commit()},
+          {"model", model.ok() ? *model : nlohmann::json{{"path", model_path}}}};
+}
+
 Result<std::string> prepare_out_dir(const std::string& requested, const std::string& bench) {
   std::string dir = requested;
   if (dir.empty()) {
@@ -66,27 +72,6 @@ Result<std::string> prepare_out_dir(const std::string& requested, const std::str
   return dir;
 }
 
-std::string to_csv(const std::vector<std::string>& header,
-                   const std::vector<std::vector<std::string>>& rows) {
-  auto field = [](const std::string& value) {
-    if (value.find_first_of(",\"\n") == std::string::npos) return value;
-    std::string quoted = "\"";
-    for (char c : value) {
-      if (c == '"') quoted += '"';
-      quoted += c;
-    }
-    return quoted + "\"";
-  };
-  auto line = [&](const std::vector<std::string>& values) {
-    std::string out;
-    for (size_t i = 0; i < values.size(); ++i) out += (i ? "," : "") + field(values[i]);
-    return out + "\n";
-  };
-  std::string csv = line(header);
-  for (const auto& row : rows) csv += line(row);
-  return csv;
-}
-
 Status write_file(const std::string& path, const std::string& content) {
   std::ofstream out(path, std::ios::binary);
   out << content;
@@ -95,24 +80,13 @@ Status write_file(const std::string& path, const std::string& content) {
   return {};
 }
 
-CsvTable csv_table(const nlohmann::json& items, std::vector<std::string> header) {
-  CsvTable table{std::move(header), {}};
-  for (const nlohmann::json& item : items) {
-    std::vector<std::string> row = {item[table.header[0]].get<std::string>()};
-    for (size_t i = 1; i < table.header.size(); ++i) row.push_back(item[table.header[i]].dump());
-    table.rows.push_back(std::move(row));
-  }
-  return table;
-}
-
 Result<std::string> write_results(const std::string& requested_dir, const std::string& bench,
                                   const nlohmann::json& record, const CsvTable& table) {
   Result<std::string> dir = prepare_out_dir(requested_dir, bench);
   if (!dir.ok()) return dir.error();
   TRELLIS_TRY(write_file(*dir + "/results.json", record.dump(2) + "\n"));
   TRELLIS_TRY(write_file(*dir + "/results.csv", to_csv(table.header, table.rows)));
-  std::fprintf(stderr, "results written to %s/ (results.json, results.csv)\n", dir->c_str());
   return dir;
 }
 
-}  // namespace trellis::cli
+}  // namespace trellis::bench

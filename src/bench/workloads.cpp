@@ -1,12 +1,13 @@
-#include "workload_generators.h"
+#include "bench/workloads.h"
 
 #include <array>
 #include <cstdio>
 
-#include "bench_support.h"
+#include "bench/bench_tokens.h"
+#include "bench/requests.h"
 #include "sample/rng.h"
 
-namespace trellis::cli {
+namespace trellis::bench {
 namespace {
 
 // The bench_tokens seeds of each workload's pieces lie in ranges of their own, so no two pieces
@@ -26,15 +27,6 @@ constexpr std::array<std::pair<std::string_view, Workload>, 4> kWorkloads = {{
     {"multi-turn", Workload::MULTI_TURN},
     {"tree-of-thought", Workload::TREE_OF_THOUGHT},
 }};
-
-EngineRequest greedy_request(std::vector<TokenId> prompt, int32_t max_tokens) {
-  EngineRequest r;
-  r.prompt = std::move(prompt);
-  r.max_tokens = max_tokens;
-  r.sampling.temperature = 0;
-  r.ignore_eos = true;  // every request generates exactly max_tokens
-  return r;
-}
 
 std::vector<TokenId> concat(std::vector<TokenId> a, const std::vector<TokenId>& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -207,6 +199,10 @@ uint64_t thought_seed(const WorkloadSizes& s, int32_t tree, int32_t node) {
                      static_cast<uint64_t>(node) + 1);
 }
 
+int32_t thought_child(const WorkloadSizes& s, int32_t node, int32_t i) {
+  return node * s.branch + 1 + i;
+}
+
 EngineRequest thought_branch_params(const WorkloadSizes& s, int32_t tree, int32_t node) {
   EngineRequest params = greedy_request({}, s.decode_len);
   params.sampling.temperature = static_cast<float>(s.temperature);
@@ -224,4 +220,4 @@ int64_t thought_tree_nodes(const WorkloadSizes& s) {
   return n;
 }
 
-}  // namespace trellis::cli
+}  // namespace trellis::bench

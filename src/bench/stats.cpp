@@ -1,11 +1,9 @@
-#include "bench_support.h"
-
-#include <sys/resource.h>
+#include "bench/stats.h"
 
 #include <algorithm>
 #include <cmath>
 
-namespace trellis::cli {
+namespace trellis::bench {
 
 Stats stats(const std::vector<double>& values) {
   Stats s;
@@ -27,20 +25,4 @@ double percentile(std::vector<double> values, double p) {
   return values[std::min(k, values.size() - 1)];
 }
 
-uint64_t peak_rss_bytes() {
-  struct rusage usage {};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
-}
-
-std::vector<TokenId> bench_tokens(int32_t n, int64_t n_vocab, uint32_t seed) {
-  std::vector<TokenId> ids;
-  uint32_t state = seed;
-  for (int32_t i = 0; i < n; ++i) {
-    state = state * 1664525u + 1013904223u;
-    ids.push_back(static_cast<TokenId>(3 + (state >> 8) % static_cast<uint32_t>(n_vocab - 3)));
-  }
-  return ids;
-}
-
-}  // namespace trellis::cli
+}  // namespace trellis::bench

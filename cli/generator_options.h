@@ -1,3 +1,0 @@
-// TRANSITION: the flag struct is EngineOptions now.
-#pragma once
-#include "engine_options.h"

@@ -1,0 +1,13 @@
+#include "bench/process_memory.h"
+
+#include <sys/resource.h>
+
+namespace trellis::bench {
+
+uint64_t peak_rss_bytes() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+}  // namespace trellis::bench
