@@ -386,10 +386,10 @@ TEST(EngineTest, RequestsThatCanNeverRunFailAtOnce) {
 
 TEST(EngineTest, DestroyingTheEngineCancelsWhatRuns) {
   // A running request (known to run: the gate holds the loop at its first piece) and one queued
-  // behind the held loop. Both may generate to the end of a long context, thousands of
-  // quadratic-cost steps, while the destructor needs only to set its flag once the gate opens:
-  // the requests end as cancelled on any machine, and would end as "length" if destruction
-  // waited for them instead.
+  // behind the held loop. Both may generate to the end of a long context, thousands of steps
+  // that each attend to everything before them (about 2 s here), while the destructor needs only
+  // to set its flag once the gate opens (microseconds): the requests end as cancelled on any
+  // machine, and would end as "length" if destruction waited for them instead.
   constexpr int32_t kLongContext = 4096;
   const Tokens prompt(20, 9);
   const int32_t max_tokens = kLongContext - static_cast<int32_t>(prompt.size());
