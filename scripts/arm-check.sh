@@ -22,7 +22,8 @@ fi
 OUT=${1:-build-arm}
 mkdir -p "$OUT"
 sources=(
-  src/kernels/matmul.cpp src/kernels/activation_quant.cpp src/kernels/cpu_features.cpp
+  src/kernels/kernel_isa.cpp src/kernels/matmul.cpp src/kernels/activation_quant.cpp
+  src/kernels/cpu_features.cpp
   src/kernels/generic/*.cpp src/kernels/arm/*.cpp
   src/quant/dequantize.cpp src/quant/quantize.cpp
   src/tensor/dtype.cpp src/base/thread_pool.cpp

@@ -40,6 +40,11 @@ ThreadPool::~ThreadPool() {
   for (std::thread& worker : workers_) worker.join();
 }
 
+int ThreadPool::n_sleeping() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return sleepers_;
+}
+
 int ThreadPool::default_thread_count() {
   return std::max(1u, std::thread::hardware_concurrency());
 }

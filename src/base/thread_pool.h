@@ -43,6 +43,10 @@ class ThreadPool {
   // Calls task(i) once for each i in [0, size()), on whatever threads are available.
   void run(FunctionRef<void(int)> task);
 
+  // How many workers are parked on the condition variable right now (they park after spinning
+  // idle for a while). For tests and diagnostics: the value may change as soon as it is read.
+  int n_sleeping() const;
+
   // The number of hardware threads (at least 1).
   static int default_thread_count();
 
@@ -68,7 +72,7 @@ class ThreadPool {
   FunctionRef<void(int, int64_t, int64_t)>* task_ = nullptr;
   int64_t n_items_ = 0;
   int64_t chunk_items_ = 0;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable wake_;
   int sleepers_ = 0;  // guarded by mutex_
 };

@@ -1,14 +1,12 @@
 #include "kernels/attention.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 
-#include "kernels/cpu_features.h"
+#include "kernels/matmul_internal.h"
 #include "quant/half.h"
-#if defined(__x86_64__)
-#include "kernels/x86/attention_avx2.h"
-#endif
 
 namespace trellis {
 namespace {
@@ -36,9 +34,13 @@ inline void store(uint8_t* run, int64_t i, KvType type, float v) {
   }
 }
 
+}  // namespace
+
+namespace kernels_detail {
+
 // One query head against positions [0, position] of one kv head.
-void attend_head(const KvStorage& kv, int64_t layer, int64_t kv_head, const AttentionRow& row,
-                 const float* q, float* out, float* scores) {
+void attend_head_scalar(const KvStorage& kv, int64_t layer, int64_t kv_head,
+                        const AttentionRow& row, const float* q, float* out, float* scores) {
   const KvLayout& layout = kv.layout();
   const int64_t head_dim = layout.head_dim;
   const int32_t block_size = layout.block_size;
@@ -72,7 +74,7 @@ void attend_head(const KvStorage& kv, int64_t layer, int64_t kv_head, const Atte
   }
 }
 
-}  // namespace
+}  // namespace kernels_detail
 
 float* AttentionScratch::scores(int thread, int64_t n) {
   if (per_thread_.size() <= static_cast<size_t>(thread))
@@ -102,6 +104,13 @@ void kv_write(KvStorage& kv, int64_t layer, const AttentionRow& row, const float
 void paged_attention(const KvStorage& kv, int64_t layer, const AttentionRow* rows, int64_t n_rows,
                      int64_t n_head, const float* q, float* out, ThreadPool& pool,
                      AttentionScratch& scratch) {
+  paged_attention(best_kernel_isa(), kv, layer, rows, n_rows, n_head, q, out, pool, scratch);
+}
+
+void paged_attention(KernelIsa isa, const KvStorage& kv, int64_t layer, const AttentionRow* rows,
+                     int64_t n_rows, int64_t n_head, const float* q, float* out, ThreadPool& pool,
+                     AttentionScratch& scratch) {
+  assert(kernel_isa_supported(isa));
   const int64_t head_dim = kv.layout().head_dim;
   const int64_t group = n_head / kv.layout().n_kv_heads;
   int32_t max_position = 0;
@@ -112,12 +121,12 @@ void paged_attention(const KvStorage& kv, int64_t layer, const AttentionRow* row
   // Either way each (row, head) is computed the same way, so results are identical.
   const int64_t work = n_rows * n_head * (max_position + 1) * head_dim;
   // One variant for the whole call, so every row goes through the same arithmetic.
-  auto* attend = &attend_head;
-#if defined(__x86_64__)
-  if (cpu_features().avx2_fma_f16c && head_dim % 8 == 0 && head_dim <= 256) {
-    attend = &kernels_detail::attend_head_avx2;
+  const kernels_detail::KernelTable& table = kernels_detail::isa_table(isa);
+  kernels_detail::AttendHeadKernel attend = &kernels_detail::attend_head_scalar;
+  if (table.attend_head != nullptr && head_dim % table.attend_head_dim_multiple == 0 &&
+      head_dim <= table.attend_max_head_dim) {
+    attend = table.attend_head;
   }
-#endif
   auto task = [&](int thread, int64_t begin, int64_t end) {
     float* scores = scratch.scores(thread, max_position + 1);
     for (int64_t item = begin; item < end; ++item) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "kernels/kernel_isa.h"
 #include "kv/kv_storage.h"
 
 namespace trellis {
@@ -32,8 +33,17 @@ void kv_write(KvStorage& kv, int64_t layer, const AttentionRow& row, const float
 //   out[r][h] = sum_j softmax_j(q[r][h] . K[j] * scale) V[j],  j in [0, position_r]
 // q: [n_rows][n_head * head_dim], out: same shape. Each (row, head) is computed by one thread in a
 // fixed order, so results do not depend on the batch or the thread count.
+// Runs the fastest variant (best_kernel_isa()).
 void paged_attention(const KvStorage& kv, int64_t layer, const AttentionRow* rows, int64_t n_rows,
                      int64_t n_head, const float* q, float* out, ThreadPool& pool,
+                     AttentionScratch& scratch);
+// The same with an explicit variant (tests and benchmarks); precondition:
+// kernel_isa_supported(isa). Head sizes the variant has no kernel for take the scalar one. Unlike
+// matmul, variants round differently (AVX2 fuses multiply-adds and sums each dot product in eight
+// lanes), so they agree with SCALAR within a bound, not bit for bit (tests/unit/kernels/
+// attention_test.cpp states it); within one variant the batch and thread invariance hold.
+void paged_attention(KernelIsa isa, const KvStorage& kv, int64_t layer, const AttentionRow* rows,
+                     int64_t n_rows, int64_t n_head, const float* q, float* out, ThreadPool& pool,
                      AttentionScratch& scratch);
 
 }  // namespace trellis

@@ -7,7 +7,6 @@
 #include <cassert>
 #include <cstring>
 
-#include "kernels/cpu_features.h"
 #include "kernels/matmul_internal.h"
 
 namespace trellis {
@@ -78,67 +77,11 @@ namespace kd = kernels_detail;
 
 namespace {
 
-const kd::KernelTable& isa_table(KernelIsa isa) {
-  switch (isa) {
-#if defined(__x86_64__)
-    case KernelIsa::AVX2:
-      return kd::avx2_kernels();
-#endif
-#if defined(__aarch64__)
-    case KernelIsa::NEON:
-      return kd::neon_kernels();
-#endif
-    default:
-      return kd::scalar_kernels();
-  }
-}
-
 // Output rows are handed to threads in multiples of this (the largest row tile of any variant),
 // so that a thread's range rarely ends in a partial tile.
 constexpr int64_t kRowGranule = 8;
 
 }  // namespace
-
-std::string_view kernel_isa_name(KernelIsa isa) {
-  switch (isa) {
-    case KernelIsa::SCALAR:
-      return "scalar";
-    case KernelIsa::AVX2:
-      return "avx2";
-    case KernelIsa::NEON:
-      return "neon";
-  }
-  return "unknown";
-}
-
-bool kernel_isa_supported(KernelIsa isa) {
-  switch (isa) {
-    case KernelIsa::SCALAR:
-      return true;
-    case KernelIsa::AVX2:
-#if defined(__x86_64__)
-      return cpu_features().avx2_fma_f16c;
-#else
-      return false;
-#endif
-    case KernelIsa::NEON:
-#if defined(__aarch64__)
-      return cpu_features().neon;
-#else
-      return false;
-#endif
-  }
-  return false;
-}
-
-KernelIsa best_kernel_isa() {
-  static const KernelIsa best = [] {
-    if (kernel_isa_supported(KernelIsa::AVX2)) return KernelIsa::AVX2;
-    if (kernel_isa_supported(KernelIsa::NEON)) return KernelIsa::NEON;
-    return KernelIsa::SCALAR;
-  }();
-  return best;
-}
 
 uint8_t* MatmulScratch::get(size_t bytes) {
   if (bytes_.size() < bytes) bytes_.resize(bytes);
@@ -160,7 +103,7 @@ void matmul(KernelIsa isa, const WeightView& w, const float* x, int64_t n_tokens
   assert(kernel_isa_supported(isa));
   assert(n_tokens >= 0 && w.n_out >= 0 && w.n_in >= 0);
   if (n_tokens == 0 || w.n_out == 0) return;
-  const kd::KernelTable& table = isa_table(isa);
+  const kd::KernelTable& table = kd::isa_table(isa);
   const kd::KernelTable& scalar = kd::scalar_kernels();
 
   kd::MatmulArgs args{};

@@ -8,10 +8,10 @@
 #pragma once
 
 #include <cstdint>
-#include <string_view>
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "kernels/kernel_isa.h"
 #include "tensor/dtype.h"
 
 namespace trellis {
@@ -22,13 +22,6 @@ struct WeightView {
   int64_t n_in;      // row length: the reduction dimension
   int64_t n_out;     // number of rows: output features
 };
-
-// Instruction-set variants. SCALAR is the portable reference that the others are tested against.
-enum class KernelIsa { SCALAR, AVX2, NEON };
-std::string_view kernel_isa_name(KernelIsa isa);
-// The fastest variant this CPU supports (detected once at startup).
-KernelIsa best_kernel_isa();
-bool kernel_isa_supported(KernelIsa isa);
 
 // Scratch memory for quantized activations, reused across calls so the step loop does not
 // allocate once it has seen its largest batch.

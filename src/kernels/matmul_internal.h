@@ -49,7 +49,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/kernel_isa.h"
 #include "tensor/dtype.h"
+
+namespace trellis {
+struct AttentionRow;
+class KvStorage;
+}  // namespace trellis
 
 namespace trellis::kernels_detail {
 
@@ -92,15 +98,28 @@ using RowKernel = void (*)(const MatmulArgs& args, int64_t row_begin, int64_t ro
 // Quantizes one row of n_in activations (n_in a multiple of the block size).
 using ActQuantizer = void (*)(const float* x, void* out, int64_t n_in);
 
+// Paged attention for one (query row, head) pair (see kernels/attention.h for the math); `scores`
+// holds at least row.position + 1 floats.
+using AttendHeadKernel = void (*)(const KvStorage& kv, int64_t layer, int64_t kv_head,
+                                  const AttentionRow& row, const float* q, float* out,
+                                  float* scores);
+
 // One ISA's kernels; a null entry falls back to the scalar one.
 struct KernelTable {
   RowKernel f32 = nullptr, f16 = nullptr, bf16 = nullptr;
   RowKernel q4_0 = nullptr, q4_1 = nullptr, q5_0 = nullptr, q5_1 = nullptr, q8_0 = nullptr;
   RowKernel q4_k = nullptr, q5_k = nullptr, q6_k = nullptr;
   ActQuantizer quantize_q8_0 = nullptr, quantize_q8_k = nullptr;
+  // Attention, for head sizes that are multiples of attend_head_dim_multiple and at most
+  // attend_max_head_dim (other sizes, or a null entry, take the scalar kernel).
+  AttendHeadKernel attend_head = nullptr;
+  int64_t attend_head_dim_multiple = 1;
+  int64_t attend_max_head_dim = 0;
 };
 
 RowKernel table_kernel(const KernelTable& table, DType type);
+// The kernel table of a variant (the scalar table for a variant this build lacks).
+const KernelTable& isa_table(KernelIsa isa);
 
 const KernelTable& scalar_kernels();
 #if defined(__x86_64__)
@@ -109,6 +128,10 @@ const KernelTable& avx2_kernels();  // defined in x86/, compiled with -mavx2 -mf
 #if defined(__aarch64__)
 const KernelTable& neon_kernels();
 #endif
+
+// The scalar attention kernel (the reference for the SIMD ones).
+void attend_head_scalar(const KvStorage& kv, int64_t layer, int64_t kv_head,
+                        const AttentionRow& row, const float* q, float* out, float* scores);
 
 // The scalar activation quantizers (also the reference for the SIMD ones).
 void quantize_act_q8_0_scalar(const float* x, void* out, int64_t n_in);

@@ -13,18 +13,25 @@ void rms_norm_row(const float* x, const float* weight, int64_t n, float eps, flo
 }
 
 void rope_row(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, int32_t position,
-              float freq_base, float freq_scale) {
+              float freq_base, float freq_scale, RopeStyle style) {
+  // The angles step by repeated multiplication, as llama.cpp computes them, so that outputs
+  // stay comparable with its reference logits.
   const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(n_rot));
+  // Pair i is (head[i * first_step], head[i * first_step + partner]).
+  const int64_t n_pairs = n_rot / 2;
+  const int64_t first_step = style == RopeStyle::ADJACENT ? 2 : 1;
+  const int64_t partner = style == RopeStyle::ADJACENT ? 1 : n_pairs;
   for (int64_t h = 0; h < n_heads; ++h) {
     float* head = x + h * head_dim;
     float theta = static_cast<float>(position) * freq_scale;
-    for (int64_t i = 0; i < n_rot; i += 2) {
+    for (int64_t i = 0; i < n_pairs; ++i) {
       const float cos_t = std::cos(theta);
       const float sin_t = std::sin(theta);
-      const float a = head[i];
-      const float b = head[i + 1];
-      head[i] = a * cos_t - b * sin_t;
-      head[i + 1] = a * sin_t + b * cos_t;
+      float* first = head + i * first_step;
+      const float a = first[0];
+      const float b = first[partner];
+      first[0] = a * cos_t - b * sin_t;
+      first[partner] = a * sin_t + b * cos_t;
       theta *= theta_scale;
     }
   }
@@ -34,6 +41,15 @@ void silu_mul_row(float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
     gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void gelu_tanh_mul_row(float* gate, const float* up, int64_t n) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float z = gate[i];
+    const float u = kSqrt2OverPi * (z + 0.044715f * z * z * z);
+    gate[i] = z / (1.0f + std::exp(-2.0f * u)) * up[i];
   }
 }
 

@@ -9,14 +9,29 @@ namespace trellis {
 // out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i], for one row of n values (out may alias x).
 void rms_norm_row(const float* x, const float* weight, int64_t n, float eps, float* out);
 
-// Rotary position embedding, GGUF llama convention ("normal" rope): within each head, the adjacent
-// pairs (x[2i], x[2i+1]) for 2i < n_rot are rotated by the angle
-// position * freq_scale * freq_base^(-2i / n_rot). Applied in place to n_heads heads of head_dim.
+// Which elements of a head RoPE rotates together (llama.cpp's rope types "normal" and "neox").
+enum class RopeStyle {
+  ADJACENT,  // pairs (x[2i], x[2i + 1]): Llama and the GGUF llama convention
+  NEOX,      // pairs (x[i], x[i + n_rot / 2]): the first half against the second (Qwen2, Gemma)
+};
+
+// Rotary position embedding, applied in place to n_heads heads of head_dim values. Pair i
+// (0 <= i < n_rot / 2; its elements chosen by `style`) is rotated by the angle
+//   theta_i = position * freq_scale * freq_base^(-2i / n_rot)
+// as (a, b) -> (a cos theta_i - b sin theta_i, a sin theta_i + b cos theta_i). Elements at
+// n_rot and beyond are left as they are. Precondition: n_rot even, n_rot <= head_dim.
 void rope_row(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, int32_t position,
-              float freq_base, float freq_scale);
+              float freq_base, float freq_scale, RopeStyle style);
 
 // gate[i] = silu(gate[i]) * up[i]  (SwiGLU), silu(z) = z / (1 + e^-z).
 void silu_mul_row(float* gate, const float* up, int64_t n);
+
+// gate[i] = gelu_tanh(gate[i]) * up[i]  (GeGLU, as Gemma uses it), with the tanh approximation
+//   gelu_tanh(z) = 0.5 z (1 + tanh(sqrt(2 / pi) (z + 0.044715 z^3)))
+// computed as z / (1 + e^(-2u)), u = sqrt(2 / pi) (z + 0.044715 z^3): the same function, without
+// the cancellation in 1 + tanh(u) for negative z, and exact limits (z for large z, -0 for large
+// negative z).
+void gelu_tanh_mul_row(float* gate, const float* up, int64_t n);
 
 // x[i] += y[i]
 void add_row(float* x, const float* y, int64_t n);

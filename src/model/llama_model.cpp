@@ -169,9 +169,9 @@ void LlamaModel::attention_block(const LlamaLayer& layer, int64_t il, const Forw
   for (int32_t r = 0; r < n_rows; ++r) {
     const AttentionRow& row = ws.attention_rows[static_cast<size_t>(r)];
     rope_row(ws.q.data() + r * n_embd, hp_.n_head, hp_.head_dim(), hp_.n_rot, row.position, base,
-             scale);
+             scale, RopeStyle::ADJACENT);
     rope_row(ws.k.data() + r * n_embd_kv, hp_.n_head_kv, hp_.head_dim(), hp_.n_rot, row.position,
-             base, scale);
+             base, scale, RopeStyle::ADJACENT);
     kv_write(kv, il, row, ws.k.data() + r * n_embd_kv, ws.v.data() + r * n_embd_kv);
   }
   paged_attention(kv, il, ws.attention_rows.data(), n_rows, hp_.n_head, ws.q.data(), ws.attn.data(),

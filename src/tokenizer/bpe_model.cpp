@@ -125,7 +125,8 @@ Result<BpeModel> BpeModel::build(const Vocab& vocab, Options options) {
   return model;
 }
 
-void BpeModel::encode_piece(std::string_view piece, std::vector<TokenId>& out) const {
+void BpeModel::encode_piece(std::string_view piece, std::vector<TokenId>& out, Work* work) const {
+  if (work != nullptr) *work = Work{};
   if (piece.empty()) return;
   if (options_.ignore_merges) {
     TokenId whole = find_token(bytes_to_unicode(piece));
@@ -166,6 +167,7 @@ void BpeModel::encode_piece(std::string_view piece, std::vector<TokenId>& out) c
   };
   std::vector<Candidate> heap;
   heap.reserve(static_cast<size_t>(n));
+  int64_t n_candidates = 0, n_merges = 0;
   auto consider = [&](int32_t left) {
     if (left < 0) return;
     int32_t right = symbols[left].next;
@@ -177,6 +179,7 @@ void BpeModel::encode_piece(std::string_view piece, std::vector<TokenId>& out) c
     if (merge == nullptr) return;
     heap.push_back({merge->rank, left, left_id, right_id, merge->result});
     std::push_heap(heap.begin(), heap.end(), later);
+    ++n_candidates;
   };
   for (int32_t i = 0; i + 1 < n; ++i) consider(i);
 
@@ -191,6 +194,7 @@ void BpeModel::encode_piece(std::string_view piece, std::vector<TokenId>& out) c
     Symbol& right = symbols[left.next];
     if (right.id != candidate.right_id) continue;
 
+    ++n_merges;
     left.id = candidate.result;
     right.linked = false;
     left.next = right.next;
@@ -198,6 +202,7 @@ void BpeModel::encode_piece(std::string_view piece, std::vector<TokenId>& out) c
     consider(left.prev);
     consider(candidate.left);
   }
+  if (work != nullptr) *work = Work{n_candidates, n_merges};
 
   for (int32_t i = 0; i >= 0; i = symbols[i].next) {
     TokenId id = symbols[i].id;

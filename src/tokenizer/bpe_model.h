@@ -28,11 +28,19 @@ class BpeModel {
   // The id of the token whose text is exactly `text`, or kNoToken.
   TokenId find_token(std::string_view text) const;
 
+  // The work one encode_piece call did, counted so that tests can check its complexity without
+  // timing it.
+  struct Work {
+    int64_t n_candidates = 0;  // merges pushed on the heap: at most (n - 1) + 2 per applied merge
+    int64_t n_merges = 0;      // merges applied: at most n - 1
+  };
+
   // Appends the tokens of one pre-tokenized piece (raw bytes; mapped through GPT-2's
   // byte-to-unicode table here) to `out`. A byte whose mapped character is not a token (a vocab
   // without all 256 byte tokens) becomes the vocab's unk token, or nothing if it has none.
-  // Cost: O(n log n) in the piece's length n.
-  void encode_piece(std::string_view piece, std::vector<TokenId>& out) const;
+  // Cost: O(n log n) in the piece's length n: fewer than 3n heap entries, each pushed and popped
+  // once. `work`, when given, receives the counts.
+  void encode_piece(std::string_view piece, std::vector<TokenId>& out, Work* work = nullptr) const;
 
   int32_t n_merges() const { return n_merges_; }
 

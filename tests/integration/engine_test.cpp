@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -84,6 +87,49 @@ void expect_no_leak(Engine& engine) {
   engine.flush_cache();
   EXPECT_EQ(engine.stats().n_blocks_free, engine.stats().n_blocks_total);
 }
+
+// Holds the engine's loop inside a request's on_text callback at its first piece of text, until
+// release(): while it is held no step runs, so the test can act (cancel, fork, destroy) at a
+// known point of the request's life instead of racing the generation. Declare it before the
+// engine, so that it outlives the loop's last call.
+class FirstPieceGate {
+ public:
+  std::function<void(std::string_view)> callback() {
+    return [this](std::string_view text) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      text_ += text;
+      if (++n_pieces_ == 1) {
+        changed_.notify_all();
+        changed_.wait(lock, [&] { return released_; });
+      }
+    };
+  }
+  // True once the first piece arrived (false after a minute: the request never produced text).
+  bool wait_reached() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return changed_.wait_for(lock, std::chrono::minutes(1), [&] { return n_pieces_ > 0; });
+  }
+  void release() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    released_ = true;
+    changed_.notify_all();
+  }
+  std::string text() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return text_;
+  }
+  int n_pieces() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return n_pieces_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::string text_;
+  int n_pieces_ = 0;
+  bool released_ = false;
+};
 
 TEST(EngineTest, ConcurrentRequestsGiveWhatTheyGiveAlone) {
   const std::vector<Tokens> prompts = random_prompts(3, 14);
@@ -191,32 +237,49 @@ TEST(EngineTest, ForkingAFinishedRequestContinuesItsCachedHistory) {
   std::unique_ptr<Engine> plain = make_engine(off);
   ASSERT_NE(plain, nullptr);
   EXPECT_EQ(a.tokens, plain->submit(greedy(history, 4))->wait().tokens);
-  RequestHandle unfinished = *engine->submit(greedy(Tokens(10, 5), 100));
-  // Refused while it runs (it may have finished in between, which makes the fork valid).
-  Result<std::vector<RequestHandle>> early = engine->fork(unfinished, 2, params);
-  EXPECT_TRUE(!early.ok() || unfinished.finished());
-  if (early.ok()) {
-    for (RequestHandle& h : *early) h.wait();
+  // Refused while the parent runs: the gate holds the loop inside the parent's first piece, so
+  // it cannot have finished when fork is called.
+  FirstPieceGate gate;
+  Result<RequestHandle> unfinished = engine->submit(greedy(Tokens(10, 5), 100), gate.callback());
+  ASSERT_TRUE(unfinished.ok());
+  ASSERT_TRUE(gate.wait_reached());
+  Result<std::vector<RequestHandle>> early = engine->fork(*unfinished, 2, params);
+  EXPECT_FALSE(early.ok());
+  if (!early.ok()) {
+    EXPECT_NE(early.error().message.find("needs a finished request"), std::string::npos)
+        << early.error().message;
   }
-  unfinished.cancel();
-  unfinished.wait();
+  unfinished->cancel();
+  gate.release();
+  EXPECT_EQ(unfinished->wait().finish_reason, FinishReason::CANCELLED);
   expect_no_leak(*engine);
 }
 
 TEST(EngineTest, CancellingReleasesTheBlocksAtOnce) {
+  FirstPieceGate gate;
   std::unique_ptr<Engine> engine = make_engine(base_config());
   ASSERT_NE(engine, nullptr);
   EngineRequest request = greedy(Tokens(30, 77), 100);
   request.return_logits = false;
-  Result<RequestHandle> h = engine->submit(request);
+  // The whole run, for comparison (it ends at the context: 30 + 99 tokens > 128).
+  const RequestOutput full = engine->submit(request)->wait();
+  ASSERT_EQ(full.finish_reason, FinishReason::LENGTH);
+
+  // Cancelled while the loop is held at the first piece: the loop checks cancellations before
+  // every step, so not one token follows the cancel, whatever the machine's speed.
+  Result<RequestHandle> h = engine->submit(request, gate.callback());
   ASSERT_TRUE(h.ok());
-  std::string text;
-  while (h->next_text(text) && text.empty()) {
-  }
+  ASSERT_TRUE(gate.wait_reached());
   h->cancel();
+  gate.release();
   const RequestOutput& out = h->wait();
   EXPECT_EQ(out.finish_reason, FinishReason::CANCELLED);
-  EXPECT_LT(out.tokens.size(), 100u);
+  EXPECT_EQ(gate.n_pieces(), 1);
+  EXPECT_EQ(out.text, gate.text());
+  ASSERT_LT(out.tokens.size(), full.tokens.size());
+  EXPECT_EQ(out.tokens, Tokens(full.tokens.begin(), full.tokens.begin() + out.tokens.size()));
+  EXPECT_EQ(full.text.substr(0, out.text.size()), out.text);
+  EXPECT_EQ(out.stats.n_generated_tokens, static_cast<int32_t>(out.tokens.size()));
   expect_no_leak(*engine);
 }
 
@@ -312,15 +375,38 @@ TEST(EngineTest, RequestsThatCanNeverRunFailAtOnce) {
 }
 
 TEST(EngineTest, DestroyingTheEngineCancelsWhatRuns) {
-  RequestHandle handle;
+  // A running request (known to run: the gate holds the loop at its first piece) and one queued
+  // behind the held loop. Both may generate to the end of a long context, thousands of steps
+  // that each attend to everything before them (about 2 s here), while the destructor needs only
+  // to set its flag once the gate opens (microseconds): the requests end as cancelled on any
+  // machine, and would end as "length" if destruction waited for them instead.
+  constexpr int32_t kLongContext = 4096;
+  const Tokens prompt(20, 9);
+  const int32_t max_tokens = kLongContext - static_cast<int32_t>(prompt.size());
+  FirstPieceGate gate;
+  RequestHandle running, queued;
+  bool queued_ok = false;
   {
-    std::unique_ptr<Engine> engine = make_engine(base_config());
+    EngineConfig config = base_config();
+    config.n_ctx = kLongContext;
+    std::unique_ptr<Engine> engine = make_engine(config);
     ASSERT_NE(engine, nullptr);
-    Result<RequestHandle> h = engine->submit(greedy(Tokens(20, 9), 120));
+    Result<RequestHandle> h = engine->submit(greedy(prompt, max_tokens), gate.callback());
     ASSERT_TRUE(h.ok());
-    handle = *h;
+    running = *h;
+    ASSERT_TRUE(gate.wait_reached());
+    Result<RequestHandle> q = engine->submit(greedy(Tokens(12, 10), max_tokens));
+    EXPECT_TRUE(q.ok());  // not ASSERT: the gate must open before the engine goes
+    queued_ok = q.ok();
+    if (queued_ok) queued = *q;
+    gate.release();
   }
-  EXPECT_EQ(handle.wait().finish_reason, FinishReason::CANCELLED);
+  const RequestOutput& out = running.wait();
+  EXPECT_EQ(out.finish_reason, FinishReason::CANCELLED);
+  EXPECT_LT(out.tokens.size(), static_cast<size_t>(max_tokens));
+  if (queued_ok) {
+    EXPECT_EQ(queued.wait().finish_reason, FinishReason::CANCELLED);
+  }
 }
 
 }  // namespace

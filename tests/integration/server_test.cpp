@@ -7,7 +7,10 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "server/auth.h"
 #include "server_fixture.h"
@@ -111,7 +114,9 @@ TEST(ServerTest, CompletionEqualsTheEngineDirectly) {
 
   const HttpReply again = server.post("/v1/completions", greedy_completion(prompt, 12));
   EXPECT_EQ(again.json()["choices"][0]["text"], body["choices"][0]["text"]);
-  EXPECT_GT(again.json()["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 0)
+  // All of the 6-token prompt but its last token, which is always computed (its logits are
+  // needed): the match is capped at prompt length - 1.
+  EXPECT_EQ(again.json()["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 5)
       << "the same prompt again is served from the prefix cache";
 }
 
@@ -323,70 +328,106 @@ TEST(ServerTest, BadInputGetsOpenAiErrors) {
   EXPECT_EQ(server.get("/health").status, 200) << "still serving";
 }
 
-// Starts a long stream that stays open until `release` is set; returns when its first event came.
-std::thread hold_stream(TestServer& server, std::atomic<bool>& release, std::atomic<bool>& started,
-                        bool disconnect_early) {
-  std::thread t([&server, &release, &started, disconnect_early] {
+// A stream that asks for the whole context, so that it cannot end on its own before the tests
+// below act on it (hang up, shut down): 4091 tokens of the tiny model, each step attending to
+// everything before it, take 2.4 s on one thread of the 2-core test machine, while acting after
+// the first event takes a write or two (a machine would have to be a thousand times faster to
+// finish first). What the tests assert then holds whatever the speed, and fails if the action
+// does not stop the generation (it would end with finish_reason "length", every token generated).
+constexpr int32_t kLongContext = 4096;
+const std::vector<TokenId> kLongPrompt = {1, 300, 301, 302, 303};
+constexpr int kLongMaxTokens = kLongContext - 5;
+
+EngineConfig long_context_engine() {
+  EngineConfig engine = TestServer::default_engine();
+  engine.n_ctx = kLongContext;
+  return engine;
+}
+
+// The client side of a long stream: it keeps the bytes it received and, after its first event,
+// either hangs up (disconnect_early) or stops reading until `release` is set.
+struct HeldStream {
+  std::thread thread;
+  std::atomic<bool> started{false};
+  std::atomic<bool> release{false};
+  std::mutex mutex;
+  std::string body;
+
+  std::string received() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return body;
+  }
+};
+
+// Starts the stream; returns once its first event came (an event, not a delay).
+void hold_stream(TestServer& server, HeldStream& held, bool disconnect_early) {
+  held.thread = std::thread([&server, &held, disconnect_early] {
     httplib::Client client = server.client();
-    httplib::Request req =
-        streaming_completion("A long story", 4000, [&](const char*, size_t, uint64_t, uint64_t) {
-          started = true;
+    httplib::Request req = streaming_completion(
+        kLongPrompt, kLongMaxTokens, [&](const char* data, size_t size, uint64_t, uint64_t) {
+          {
+            std::lock_guard<std::mutex> lock(held.mutex);
+            held.body.append(data, size);
+          }
+          held.started = true;
           if (disconnect_early) return false;  // the client goes away mid-stream
-          while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          while (!held.release) std::this_thread::sleep_for(std::chrono::milliseconds(5));
           return true;
         });
     client.send(req);
-    started = true;
+    held.started = true;
   });
-  for (int i = 0; i < 2000 && !started; ++i)
+  for (int i = 0; i < 2000 && !held.started; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  return t;
 }
 
 TEST(ServerTest, TooManyConcurrentRequestsGet429) {
   ServerConfig config;
   config.max_concurrent_requests = 1;
-  EngineConfig engine = TestServer::default_engine();
-  engine.n_ctx = 4096;
-  TestServer server(config, engine);
-  std::atomic<bool> release{false}, started{false};
-  std::thread holder = hold_stream(server, release, started, false);
-  ASSERT_TRUE(started);
+  TestServer server(config, long_context_engine());
+  HeldStream held;
+  hold_stream(server, held, false);
+  ASSERT_TRUE(held.started);
   const HttpReply rejected = server.post("/v1/completions", greedy_completion("x", 2));
   EXPECT_EQ(rejected.status, 429) << rejected.body;
   EXPECT_EQ(rejected.json()["error"]["type"], "rate_limit_error");
   server.server().service()->begin_shutdown();  // cancels the held stream
-  release = true;
-  holder.join();
+  held.release = true;
+  held.thread.join();
 }
 
 TEST(ServerTest, ClientDisconnectCancelsAndReleasesBlocks) {
-  EngineConfig engine = TestServer::default_engine();
-  engine.n_ctx = 4096;
-  TestServer server({}, engine);
-  std::atomic<bool> release{true}, started{false};
-  std::thread client = hold_stream(server, release, started, /*disconnect_early=*/true);
-  client.join();
+  TestServer server({}, long_context_engine());
+  HeldStream held;
+  held.release = true;
+  hold_stream(server, held, /*disconnect_early=*/true);
+  held.thread.join();
+  ASSERT_TRUE(held.started);
   wait_until_idle(server);
   EXPECT_EQ(server.server().service()->n_in_flight(), 0);
   const EngineStats stats = server.engine().stats();
   EXPECT_EQ(stats.n_blocks_in_use, 0) << "no request holds a block";
   EXPECT_EQ(server.metric("requests_finished_total{finish_reason=\"cancelled\"}"), 1);
-  EXPECT_LT(server.metric("generation_tokens_total"), 4000) << "generation stopped early";
+  EXPECT_EQ(server.metric("requests_finished_total{finish_reason=\"length\"}"), 0);
+  EXPECT_LT(server.metric("generation_tokens_total"), kLongMaxTokens) << "generation stopped early";
   server.engine().flush_cache();
   EXPECT_EQ(server.engine().stats().n_blocks_free, server.engine().stats().n_blocks_total);
 }
 
 TEST(ServerTest, ShutdownEndsRunningStreams) {
-  EngineConfig engine = TestServer::default_engine();
-  engine.n_ctx = 4096;
-  TestServer server({}, engine);
-  std::atomic<bool> release{true}, started{false};
-  std::thread client = hold_stream(server, release, started, false);
-  ASSERT_TRUE(started);
+  TestServer server({}, long_context_engine());
+  HeldStream held;
+  held.release = true;
+  hold_stream(server, held, false);
+  ASSERT_TRUE(held.started);
   server.stop();  // returns once every connection ended
-  client.join();
+  held.thread.join();
   EXPECT_EQ(server.engine().stats().n_blocks_in_use, 0);
+  // The stream ended because of the shutdown: it says so, and carries no normal finish.
+  const std::string body = held.received();
+  EXPECT_NE(body.find("server shutting down"), std::string::npos) << body.substr(0, 2000);
+  EXPECT_EQ(body.find("\"finish_reason\":\"length\""), std::string::npos);
+  EXPECT_NE(body.find("data: [DONE]"), std::string::npos);
 }
 
 TEST(ServerTest, MetricsAddUp) {

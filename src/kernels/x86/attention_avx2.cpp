@@ -8,7 +8,7 @@
 namespace trellis::kernels_detail {
 namespace {
 
-constexpr int kMaxHeadDim = 256;
+constexpr int64_t kMaxHeadDim = kAttendAvx2MaxHeadDim;
 
 // 8 keys or values at `p` as f32, from f16 or f32 storage.
 inline __m256 load8(const uint8_t* p, bool f16) {

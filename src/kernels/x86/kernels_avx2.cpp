@@ -1,5 +1,7 @@
-// The AVX2 kernel table (every supported type has an AVX2 kernel).
+// The AVX2 kernel table (every supported type has an AVX2 kernel, and so has attention).
 #include "kernels/x86/kernels_avx2.h"
+
+#include "kernels/x86/attention_avx2.h"
 
 namespace trellis::kernels_detail {
 
@@ -19,6 +21,9 @@ const KernelTable& avx2_kernels() {
     t.q6_k = avx2::matmul_q6_k;
     t.quantize_q8_0 = avx2::quantize_act_q8_0;
     t.quantize_q8_k = avx2::quantize_act_q8_k;
+    t.attend_head = attend_head_avx2;
+    t.attend_head_dim_multiple = 8;
+    t.attend_max_head_dim = kAttendAvx2MaxHeadDim;
     return t;
   }();
   return table;

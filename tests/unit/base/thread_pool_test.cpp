@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 namespace trellis {
@@ -50,14 +52,42 @@ TEST(ThreadPool, SplitRangeIsContiguousAndBalanced) {
   EXPECT_EQ(split_range(10, 8, 1, 2), (std::pair<int64_t, int64_t>{8, 10}));
 }
 
-TEST(ThreadPool, WorkersSleepAndWakeBetweenSparseRuns) {
-  ThreadPool pool(2);
-  std::atomic<int> total{0};
-  for (int round = 0; round < 3; ++round) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));  // long enough to fall asleep
-    pool.run([&](int) { total.fetch_add(1); });
+// Waits (bounded) until `done()` holds; true when it did. The bound only limits how long a
+// broken pool makes the test wait: a working one gets there in microseconds to milliseconds.
+template <typename Predicate>
+bool eventually(Predicate done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  EXPECT_EQ(total.load(), 6);
+  return true;
+}
+
+TEST(ThreadPool, WorkersSleepAndWakeBetweenSparseRuns) {
+  constexpr int kThreads = 3;
+  ThreadPool pool(kThreads);
+  for (int round = 0; round < 3; ++round) {
+    // Idle workers spin briefly, then park: all of them, and they stay parked.
+    ASSERT_TRUE(eventually([&] { return pool.n_sleeping() == kThreads - 1; }))
+        << "round " << round << ": only " << pool.n_sleeping() << " workers parked";
+    // A run whose items wait for each other: it completes only if every parked worker woke up
+    // and took an item (the caller cannot run them all, since each waits for the others).
+    std::atomic<int> arrived{0};
+    std::atomic<bool> timed_out{false};
+    std::vector<std::atomic<int>> by_thread(kThreads);
+    pool.parallel_chunks(kThreads, 1, [&](int thread, int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        by_thread[static_cast<size_t>(thread)].fetch_add(1);
+        arrived.fetch_add(1);
+        if (!eventually([&] { return arrived.load() == kThreads; })) timed_out = true;
+      }
+    });
+    EXPECT_FALSE(timed_out) << "round " << round << ": a parked worker did not wake";
+    for (int t = 0; t < kThreads; ++t)
+      EXPECT_EQ(by_thread[static_cast<size_t>(t)].load(), 1)
+          << "round " << round << " thread " << t;
+  }
 }
 
 }  // namespace

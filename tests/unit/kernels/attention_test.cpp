@@ -1,0 +1,322 @@
+// Paged attention: every ISA variant against the scalar reference on GQA head ratios, KV lengths
+// that end inside a block, several sequences with scattered block tables, and f16 and f32 KV; the
+// scalar reference against a double-precision softmax written here; and thread invariance.
+//
+// Error bound of a variant against SCALAR (u = 2^-24, f32 unit roundoff). Both read the same K and
+// V values (f16 widens to f32 exactly), so they differ only in rounding:
+//   - a score s_j = scale * sum_d q_d k_jd is computed by each with an error of at most
+//     gamma_d * S_j, gamma_d = d u / (1 - d u), S_j = scale * sum_d |q_d k_jd|; so the two
+//     differ by delta <= 2 gamma_d max_j S_j (plus 2u |s_j| for the final multiply by scale);
+//   - shifting by the maximum and exponentiating (the same expf in both) turns score differences
+//     of at most delta into relative weight differences of at most e^(2 delta) - 1 ~ 2 delta, plus
+//     an ulp or so for expf and the subtraction; normalizing by the sum (n terms, each method
+//     within gamma_n) adds 2 gamma_n; so each probability differs by at most ~(4 delta + 4
+//     gamma_n + 6u) p_j relative;
+//   - out = sum_j p_j v_j, a convex combination: its accumulation errs by gamma_n max|v| in each
+//     method.
+// Hence |out_variant - out_scalar| <= max|v| (8 gamma_d S + 8 gamma_n + 16u), taken per output
+// row and head. The inputs are O(1), so this is about 1e-5 here; a wrong block, head or position
+// gives errors of order max|v|.
+#include "kernels/attention.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "kernels/matmul_internal.h"
+#include "kv/kv_storage.h"
+#include "quant/half.h"
+
+namespace trellis {
+namespace {
+
+constexpr double kUnitRoundoff = 1.0 / (1 << 24);
+
+std::vector<KernelIsa> supported_isas() {
+  std::vector<KernelIsa> isas;
+  for (KernelIsa isa : {KernelIsa::SCALAR, KernelIsa::AVX2, KernelIsa::NEON}) {
+    if (kernel_isa_supported(isa)) isas.push_back(isa);
+  }
+  return isas;
+}
+
+double gamma(double n) {
+  return n * kUnitRoundoff / (1.0 - n * kUnitRoundoff);
+}
+
+struct Shape {
+  int64_t n_head;
+  int64_t n_kv_heads;
+  int64_t head_dim;
+  int32_t block_size;
+  std::vector<int32_t> positions;  // one query row per entry: it attends to [0, position]
+};
+
+std::string describe(const Shape& s, KvType type) {
+  std::string out = "heads " + std::to_string(s.n_head) + "/" + std::to_string(s.n_kv_heads) +
+                    " head_dim " + std::to_string(s.head_dim) + " block " +
+                    std::to_string(s.block_size) + (type == KvType::F16 ? " f16" : " f32") +
+                    " positions";
+  for (int32_t p : s.positions) out += " " + std::to_string(p);
+  return out;
+}
+
+// A KV cache holding random keys and values for every row's sequence, each sequence in its own
+// blocks, handed out in a scrambled order so that block tables are not contiguous.
+struct Fixture {
+  Shape shape;
+  KvStorage kv;
+  std::vector<std::vector<int32_t>> tables;
+  std::vector<AttentionRow> rows;
+  std::vector<float> q;
+  static constexpr int64_t kLayer = 1;  // not layer 0: the layer offset must be honoured
+
+  static Fixture make(const Shape& shape, KvType type, uint32_t seed) {
+    int32_t n_blocks = 0;
+    for (int32_t p : shape.positions) n_blocks += p / shape.block_size + 1;
+    KvLayout layout;
+    layout.n_layer = 2;
+    layout.n_kv_heads = shape.n_kv_heads;
+    layout.head_dim = shape.head_dim;
+    layout.block_size = shape.block_size;
+    layout.type = type;
+    Result<KvStorage> kv = KvStorage::create(layout, n_blocks);
+    EXPECT_TRUE(kv.ok());
+    Fixture f{shape, std::move(kv).value(), {}, {}, {}};
+
+    std::mt19937 rng(seed);
+    std::vector<int32_t> ids(static_cast<size_t>(n_blocks));
+    for (int32_t i = 0; i < n_blocks; ++i) ids[static_cast<size_t>(i)] = i;
+    std::shuffle(ids.begin(), ids.end(), rng);
+    size_t next = 0;
+    for (int32_t p : shape.positions) {
+      std::vector<int32_t> table;
+      for (int32_t b = 0; b <= p / shape.block_size; ++b) table.push_back(ids[next++]);
+      f.tables.push_back(std::move(table));
+    }
+    // Values in [-1, 1], written through kv_write at every position of every sequence (both
+    // layers, so reading the wrong layer shows).
+    std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+    const int64_t n_kv = shape.n_kv_heads * shape.head_dim;
+    std::vector<float> k(static_cast<size_t>(n_kv)), v(static_cast<size_t>(n_kv));
+    for (size_t s = 0; s < shape.positions.size(); ++s) {
+      for (int32_t pos = 0; pos <= shape.positions[s]; ++pos) {
+        for (int64_t layer = 0; layer < 2; ++layer) {
+          for (float& x : k) x = value(rng);
+          for (float& x : v) x = value(rng);
+          kv_write(f.kv, layer, AttentionRow{pos, f.tables[s].data()}, k.data(), v.data());
+        }
+      }
+    }
+    for (size_t s = 0; s < shape.positions.size(); ++s)
+      f.rows.push_back(AttentionRow{shape.positions[s], f.tables[s].data()});
+    // Queries up to 3 in size: scores spread over a few units, so softmax is neither flat nor
+    // one-hot.
+    std::uniform_real_distribution<float> query(-3.0f, 3.0f);
+    f.q.resize(shape.positions.size() * static_cast<size_t>(shape.n_head * shape.head_dim));
+    for (float& x : f.q) x = query(rng);
+    return f;
+  }
+
+  // One K or V element as the kernels read it (f16 widened to f32).
+  double element(bool values, size_t row, int64_t kv_head, int32_t pos, int64_t d) const {
+    const int32_t block = tables[row][static_cast<size_t>(pos / shape.block_size)];
+    const uint8_t* run =
+        values ? kv.values(block, kLayer, kv_head) : kv.keys(block, kLayer, kv_head);
+    const size_t index = static_cast<size_t>((pos % shape.block_size) * shape.head_dim + d);
+    if (kv.layout().type == KvType::F32) return reinterpret_cast<const float*>(run)[index];
+    return f16_to_f32(reinterpret_cast<const uint16_t*>(run)[index]);
+  }
+
+  std::vector<float> run(KernelIsa isa, int n_threads) const {
+    ThreadPool pool(n_threads);
+    AttentionScratch scratch;
+    std::vector<float> out(q.size(), NAN);
+    paged_attention(isa, kv, kLayer, rows.data(), static_cast<int64_t>(rows.size()), shape.n_head,
+                    q.data(), out.data(), pool, scratch);
+    return out;
+  }
+
+  // The bound from the top of the file for one (row, head); also returns the double-precision
+  // result in `exact`.
+  double bound_and_exact(size_t r, int64_t h, std::vector<double>& exact) const {
+    const int64_t d_model = shape.head_dim;
+    const int64_t kv_head = h / (shape.n_head / shape.n_kv_heads);
+    const float* qh = q.data() + (r * static_cast<size_t>(shape.n_head) + static_cast<size_t>(h)) *
+                                     static_cast<size_t>(d_model);
+    const int32_t n_pos = rows[r].position + 1;
+    const double scale = 1.0 / std::sqrt(static_cast<double>(d_model));
+    std::vector<double> scores(static_cast<size_t>(n_pos));
+    double max_abs_sum = 0, max_score = -INFINITY, max_v = 0;
+    for (int32_t j = 0; j < n_pos; ++j) {
+      double dot = 0, abs_sum = 0;
+      for (int64_t d = 0; d < d_model; ++d) {
+        const double k = element(false, r, kv_head, j, d);
+        dot += qh[d] * k;
+        abs_sum += std::fabs(qh[d] * k);
+        max_v = std::max(max_v, std::fabs(element(true, r, kv_head, j, d)));
+      }
+      scores[static_cast<size_t>(j)] = dot * scale;
+      max_score = std::max(max_score, dot * scale);
+      max_abs_sum = std::max(max_abs_sum, abs_sum * scale);
+    }
+    double sum = 0;
+    for (double& s : scores) sum += (s = std::exp(s - max_score));
+    exact.assign(static_cast<size_t>(d_model), 0.0);
+    for (int32_t j = 0; j < n_pos; ++j) {
+      for (int64_t d = 0; d < d_model; ++d)
+        exact[static_cast<size_t>(d)] +=
+            scores[static_cast<size_t>(j)] / sum * element(true, r, kv_head, j, d);
+    }
+    return max_v * (8 * gamma(static_cast<double>(d_model)) * max_abs_sum + 8 * gamma(n_pos) +
+                    16 * kUnitRoundoff);
+  }
+};
+
+std::vector<Shape> shapes() {
+  return {
+      // GQA ratios 1, 2, 4 and 8; KV lengths (position + 1) that end inside a block, on a block
+      // boundary, and at one position; several sequences of different lengths in one call.
+      {4, 4, 64, 16, {0, 15, 16, 40}},
+      {8, 4, 64, 16, {33, 7}},
+      {8, 2, 32, 32, {100, 31, 64}},
+      {8, 1, 128, 8, {57}},
+      // A head size that is a multiple of 8 but with one vector, and a long context.
+      {2, 1, 8, 32, {300, 1}},
+      // 256: the largest head the AVX2 kernel holds in registers.
+      {2, 2, 256, 16, {20, 47}},
+      // Head sizes no SIMD kernel takes (not a multiple of 8, or too large): the scalar fallback.
+      {4, 2, 12, 8, {29, 3}},
+      {2, 1, 264, 16, {18}},
+  };
+}
+
+TEST(PagedAttention, AvailableVariantsHaveAnAttentionKernel) {
+  // So that the comparisons below are not vacuous on a CPU that runs a SIMD variant.
+  for (KernelIsa isa : supported_isas()) {
+    if (isa == KernelIsa::AVX2) {
+      const kernels_detail::KernelTable& table = kernels_detail::isa_table(isa);
+      EXPECT_NE(table.attend_head, nullptr);
+      EXPECT_EQ(table.attend_head_dim_multiple, 8);
+      EXPECT_EQ(table.attend_max_head_dim, 256);
+    }
+  }
+  EXPECT_EQ(kernels_detail::isa_table(KernelIsa::SCALAR).attend_head, nullptr)
+      << "the scalar table falls back to attend_head_scalar";
+}
+
+TEST(PagedAttention, ScalarMatchesDoublePrecisionSoftmax) {
+  for (KvType type : {KvType::F16, KvType::F32}) {
+    for (const Shape& shape : shapes()) {
+      const Fixture f = Fixture::make(shape, type, 7);
+      const std::vector<float> out = f.run(KernelIsa::SCALAR, 1);
+      std::vector<double> exact;
+      for (size_t r = 0; r < shape.positions.size(); ++r) {
+        for (int64_t h = 0; h < shape.n_head; ++h) {
+          // The scalar kernel against exact arithmetic: the same analysis with one method, so
+          // half the bound applies; the full bound is used (it is still ~1e-5).
+          const double bound = f.bound_and_exact(r, h, exact);
+          for (int64_t d = 0; d < shape.head_dim; ++d) {
+            const size_t i = (r * static_cast<size_t>(shape.n_head) + static_cast<size_t>(h)) *
+                                 static_cast<size_t>(shape.head_dim) +
+                             static_cast<size_t>(d);
+            ASSERT_NEAR(out[i], exact[static_cast<size_t>(d)], bound)
+                << describe(shape, type) << " row " << r << " head " << h << " d " << d;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(PagedAttention, EveryVariantMatchesScalarWithinTheBound) {
+  for (KernelIsa isa : supported_isas()) {
+    for (KvType type : {KvType::F16, KvType::F32}) {
+      for (const Shape& shape : shapes()) {
+        const Fixture f = Fixture::make(shape, type, 11);
+        const std::vector<float> scalar = f.run(KernelIsa::SCALAR, 1);
+        const std::vector<float> variant = f.run(isa, 1);
+        const kernels_detail::KernelTable& table = kernels_detail::isa_table(isa);
+        const bool has_kernel = table.attend_head != nullptr &&
+                                shape.head_dim % table.attend_head_dim_multiple == 0 &&
+                                shape.head_dim <= table.attend_max_head_dim;
+        std::vector<double> exact;
+        for (size_t r = 0; r < shape.positions.size(); ++r) {
+          for (int64_t h = 0; h < shape.n_head; ++h) {
+            const double bound = f.bound_and_exact(r, h, exact);
+            for (int64_t d = 0; d < shape.head_dim; ++d) {
+              const size_t i = (r * static_cast<size_t>(shape.n_head) + static_cast<size_t>(h)) *
+                                   static_cast<size_t>(shape.head_dim) +
+                               static_cast<size_t>(d);
+              if (has_kernel) {
+                ASSERT_NEAR(variant[i], scalar[i], bound)
+                    << kernel_isa_name(isa) << " " << describe(shape, type) << " row " << r
+                    << " head " << h << " d " << d;
+              } else {  // the scalar fallback: the same arithmetic
+                ASSERT_EQ(variant[i], scalar[i])
+                    << kernel_isa_name(isa) << " " << describe(shape, type) << " row " << r
+                    << " head " << h << " d " << d;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(PagedAttention, ResultsDoNotDependOnThreadsOrBatch) {
+  for (KernelIsa isa : supported_isas()) {
+    for (KvType type : {KvType::F16, KvType::F32}) {
+      // Large enough to run on the pool (above the single-thread threshold).
+      const Shape shape{8, 2, 64, 16, {200, 150, 99}};
+      const Fixture f = Fixture::make(shape, type, 5);
+      const std::vector<float> one = f.run(isa, 1);
+      for (int n_threads : {2, 3}) {
+        EXPECT_EQ(f.run(isa, n_threads), one)
+            << kernel_isa_name(isa) << " " << describe(shape, type) << " threads " << n_threads;
+      }
+      // Each row alone gives the bits it gives in the batch.
+      const size_t row_floats = static_cast<size_t>(shape.n_head * shape.head_dim);
+      for (size_t r = 0; r < shape.positions.size(); ++r) {
+        ThreadPool pool(2);
+        AttentionScratch scratch;
+        std::vector<float> alone(row_floats);
+        paged_attention(isa, f.kv, Fixture::kLayer, &f.rows[r], 1, shape.n_head,
+                        f.q.data() + r * row_floats, alone.data(), pool, scratch);
+        EXPECT_TRUE(std::equal(alone.begin(), alone.end(), one.begin() + r * row_floats))
+            << kernel_isa_name(isa) << " row " << r;
+      }
+    }
+  }
+}
+
+TEST(PagedAttention, OnePositionReturnsItsValueExactly) {
+  // With one position the softmax weight is exactly 1 (e^0 / e^0), so every variant returns V[0]
+  // bit for bit, whatever the query.
+  for (KernelIsa isa : supported_isas()) {
+    for (KvType type : {KvType::F16, KvType::F32}) {
+      const Shape shape{4, 2, 64, 16, {0, 0}};
+      const Fixture f = Fixture::make(shape, type, 3);
+      const std::vector<float> out = f.run(isa, 1);
+      for (size_t r = 0; r < 2; ++r) {
+        for (int64_t h = 0; h < shape.n_head; ++h) {
+          for (int64_t d = 0; d < shape.head_dim; ++d) {
+            const size_t i = (r * 4 + static_cast<size_t>(h)) * 64 + static_cast<size_t>(d);
+            ASSERT_EQ(out[i], static_cast<float>(f.element(true, r, h / 2, 0, d)))
+                << kernel_isa_name(isa) << " row " << r << " head " << h;
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace trellis
