@@ -47,17 +47,12 @@ int run_demo(EngineOptions& options) {
   request.sampling.temperature = 0.0f;
   request.ignore_eos = true;
   std::printf("%s", kSamplePrompt);
-  Result<RequestHandle> handle = engine->submit(std::move(request), print_streamed);
-  if (!handle.ok()) {
-    std::fprintf(stderr, "\nerror: %s\n", handle.error().message.c_str());
+  Result<RequestOutput> out = engine->run(std::move(request), print_streamed);
+  if (!out.ok()) {
+    std::fprintf(stderr, "\nerror: %s\n", out.error().message.c_str());
     return 1;
   }
-  const RequestOutput& out = handle->wait();
-  if (out.finish_reason == FinishReason::ERROR) {
-    std::fprintf(stderr, "\nerror: %s\n", out.error.c_str());
-    return 1;
-  }
-  const RequestStats& s = out.stats;
+  const RequestStats& s = out->stats;
   std::printf(
       "\n\nprompt: %d tokens at %.1f tokens/s; generation: %d tokens at %.1f tokens/s; "
       "first token after %.0f ms\n",

@@ -27,20 +27,15 @@ int run_logits(LogitsArgs& args) {
   request.max_tokens = 0;  // the prompt's logits only
   request.return_prompt_logits = true;
   const std::vector<TokenId> tokens = request.prompt;
-  Result<RequestHandle> handle = engine->submit(std::move(request));
-  if (!handle.ok()) {
-    std::fprintf(stderr, "error: %s\n", handle.error().message.c_str());
-    return 1;
-  }
-  const RequestOutput& out = handle->wait();
-  if (out.finish_reason == FinishReason::ERROR) {
-    std::fprintf(stderr, "error: %s\n", out.error.c_str());
+  Result<RequestOutput> out = engine->run(std::move(request));
+  if (!out.ok()) {
+    std::fprintf(stderr, "error: %s\n", out.error().message.c_str());
     return 1;
   }
   nlohmann::json positions = nlohmann::json::array();
   const size_t first = args.all_positions ? 0 : tokens.size() - 1;
   for (size_t pos = first; pos < tokens.size(); ++pos) {
-    const std::vector<float>& row = out.prompt_logits[pos];
+    const std::vector<float>& row = out->prompt_logits[pos];
     std::vector<int32_t> ids(row.size());
     std::iota(ids.begin(), ids.end(), 0);
     const size_t k = std::min(row.size(), static_cast<size_t>(std::max(args.top, 1)));

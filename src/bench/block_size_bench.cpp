@@ -76,12 +76,10 @@ Result<OpFigures> run_op(const BlockSizeOptions& options, int32_t B, Mode mode, 
     op.leaves = engine->stats().n_cache_leaves;
   }
   for (size_t q = 0; q < w.probes.size(); ++q) {
-    Result<RequestHandle> h = engine->submit(greedy_request(w.probes[q], 1));
-    if (!h.ok()) return h.error();
-    const RequestOutput& out = h->wait();
-    TRELLIS_TRY(output_status(out));
-    op.ttft_ms += out.stats.ttft_ms / options.n_probes;
-    op.cached_tokens += static_cast<double>(out.stats.n_cached_tokens) / options.n_probes;
+    Result<RequestOutput> out = engine->run(greedy_request(w.probes[q], 1));
+    if (!out.ok()) return out.error();
+    op.ttft_ms += out->stats.ttft_ms / options.n_probes;
+    op.cached_tokens += static_cast<double>(out->stats.n_cached_tokens) / options.n_probes;
     op.shared_tokens += static_cast<double>(w.probe_shared[q]) / options.n_probes;
   }
   return op;

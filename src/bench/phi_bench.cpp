@@ -68,9 +68,9 @@ Result<OpFigures> run_op(const PhiOptions& options, const PhiPoint& point, bool 
   std::vector<RequestOutput> outputs;
   if (options.sequential) {
     for (EngineRequest& request : sessions) {
-      Result<RequestHandle> h = engine->submit(std::move(request));
-      if (!h.ok()) return h.error();
-      outputs.push_back(h->wait());
+      Result<RequestOutput> out = engine->run(std::move(request));
+      if (!out.ok()) return out.error();
+      outputs.push_back(std::move(out).value());
     }
   } else {
     std::vector<RequestHandle> handles;

@@ -12,11 +12,9 @@ namespace {
 
 // Runs one greedy request to its end; its figures.
 Result<RequestStats> run_request(Engine& engine, std::vector<TokenId> prompt, int32_t max_tokens) {
-  Result<RequestHandle> handle = engine.submit(greedy_request(std::move(prompt), max_tokens));
-  if (!handle.ok()) return handle.error();
-  const RequestOutput& out = handle->wait();
-  TRELLIS_TRY(output_status(out));
-  return out.stats;
+  Result<RequestOutput> out = engine.run(greedy_request(std::move(prompt), max_tokens));
+  if (!out.ok()) return out.error();
+  return out->stats;
 }
 
 }  // namespace

@@ -196,6 +196,15 @@ Result<RequestHandle> Engine::submit(EngineRequest request,
   return handle;
 }
 
+Result<RequestOutput> Engine::run(EngineRequest request,
+                                  std::function<void(std::string_view)> on_text) {
+  Result<RequestHandle> handle = submit(std::move(request), std::move(on_text));
+  if (!handle.ok()) return handle.error();
+  const RequestOutput& out = handle->wait();
+  if (out.finish_reason == FinishReason::ERROR) return Error{out.error};
+  return out;
+}
+
 Result<std::vector<RequestHandle>> Engine::fork(
     EngineRequest request, int32_t n,
     std::function<void(int32_t branch, std::string_view text)> on_text) {

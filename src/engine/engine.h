@@ -4,6 +4,7 @@
 // and new prompts are prefilled in chunks between them (see sched/scheduler.h).
 //
 //   Engine::create(model, config) -> engine
+//   engine.run(request)    -> the RequestOutput, once the request has ended
 //   engine.submit(request) -> RequestHandle: next_text() to pull text as it comes (or an
 //                             on_text callback), cancel(), wait() for the RequestOutput
 //   engine.fork(request, n) -> n handles sharing the prompt's blocks (prefilled once)
@@ -153,6 +154,10 @@ class Engine {
   // otherwise pull the text with RequestHandle::next_text.
   Result<RequestHandle> submit(EngineRequest request,
                                std::function<void(std::string_view)> on_text = {});
+  // Submits the request and waits for its end: its output, or an error when it cannot be
+  // submitted or fails (finish reason ERROR). on_text as in submit.
+  Result<RequestOutput> run(EngineRequest request,
+                            std::function<void(std::string_view)> on_text = {});
   // n requests that share the prompt's KV blocks: the prompt is prefilled once, then each branch
   // samples on its own (branch i uses seed derive_seed(request.sampling.seed, i)).
   // on_text, when given, receives (branch index, text) on the engine's thread, as in submit.

@@ -21,7 +21,7 @@
 // With the cache disabled match() finds nothing and insert() caches nothing: every block is fresh
 // and freed when the request ends, which is the baseline the cache is compared against.
 //
-// Not thread-safe: one owner (the generator or the engine loop).
+// Not thread-safe: one owner (the engine loop).
 #pragma once
 
 #include <cstdint>

@@ -361,6 +361,9 @@ TEST(EngineTest, RequestsThatCanNeverRunFailAtOnce) {
   ASSERT_NE(engine, nullptr);
   Result<RequestHandle> empty = engine->submit(greedy({}, 3));
   ASSERT_FALSE(empty.ok());
+  Result<RequestOutput> ran = engine->run(greedy({}, 3));
+  ASSERT_FALSE(ran.ok());
+  EXPECT_EQ(ran.error().message, empty.error().message);
   EXPECT_NE(empty.error().message.find("empty"), std::string::npos);
   Result<RequestHandle> long_prompt = engine->submit(greedy(Tokens(kContext + 1, 5), 3));
   ASSERT_FALSE(long_prompt.ok());

@@ -118,9 +118,9 @@ class LlamaReference : public ::testing::TestWithParam<ModelCase> {
     request.prompt = std::move(tokens);
     request.max_tokens = 0;
     request.return_prompt_logits = true;
-    Result<RequestHandle> handle = engine.submit(std::move(request));
-    EXPECT_TRUE(handle.ok()) << handle.error().message;
-    return handle.ok() ? handle->wait() : RequestOutput{};
+    Result<RequestOutput> out = engine.run(std::move(request));
+    EXPECT_TRUE(out.ok()) << out.error().message;
+    return out.ok() ? std::move(out).value() : RequestOutput{};
   }
 };
 
@@ -168,10 +168,9 @@ TEST_P(LlamaReference, GreedyTokensMatch) {
     request.sampling.top_k = 0;
     request.sampling.top_p = 1;
     request.sampling.min_p = 0;
-    Result<RequestHandle> handle = engine->submit(std::move(request));
-    ASSERT_TRUE(handle.ok()) << handle.error().message;
-    const RequestOutput& result = handle->wait();
-    ASSERT_NE(result.finish_reason, FinishReason::ERROR) << result.error;
+    Result<RequestOutput> run = engine->run(std::move(request));
+    ASSERT_TRUE(run.ok()) << run.error().message;
+    const RequestOutput& result = *run;
     for (size_t i = 0; i < c.generated.size(); ++i) {
       // Below this margin the two implementations' rounding may legitimately pick differently.
       const float noise = 2 * GetParam().logit_tolerance;

@@ -100,12 +100,11 @@ struct RunStats {
   int64_t n_evicted = 0;
 };
 
-// Runs `request` to its end; the callback sees each piece of text on the engine's thread.
-RequestOutput run(Engine& engine, EngineRequest request,
-                  std::function<void(std::string_view)> on_text = {}) {
-  Result<RequestHandle> handle = engine.submit(std::move(request), std::move(on_text));
-  EXPECT_TRUE(handle.ok()) << handle.error().message;
-  return handle.ok() ? handle->wait() : RequestOutput{};
+// Runs `request` to its end.
+RequestOutput run(Engine& engine, EngineRequest request) {
+  Result<RequestOutput> out = engine.run(std::move(request));
+  EXPECT_TRUE(out.ok()) << out.error().message;
+  return out.ok() ? std::move(out).value() : RequestOutput{};
 }
 
 RunStats run_variant(const Variant& v, int32_t block_size, uint32_t seed, int n_prompts) {
