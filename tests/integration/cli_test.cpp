@@ -240,6 +240,11 @@ TEST(CliLogits, TopLogitsOfEveryPosition) {
   EXPECT_EQ(j["positions"][0]["top"][0][0], 403) << "after BOS the model predicts ' Once'";
   EXPECT_NEAR(j["positions"][0]["top"][0][1].get<double>(), 17.02, 0.01);
   EXPECT_EQ(j["positions"][2]["pos"], 2);
+  // Without --all-positions: the last position only, the same values.
+  nlohmann::json last = nlohmann::json::parse(
+      stdout_only("logits --json --top 3 -t 1 -m " + stories_model() + " -p 'Once upon'"));
+  ASSERT_EQ(last["positions"].size(), 1u);
+  EXPECT_EQ(last["positions"][0], j["positions"][2]);
 }
 
 TEST_F(CliTest, BenchPhiReportsTheCacheGainWithIdenticalOutputs) {
@@ -367,6 +372,11 @@ TEST(CliBench, SpeedPrintsJson) {
   TRELLIS_REQUIRE_SHARED();
   nlohmann::json j = nlohmann::json::parse(
       stdout_only("bench speed --json -t 1 -p 16 -n 8 -r 2 -m " + stories_model()));
+  EXPECT_EQ(j["threads"], 1);
+  EXPECT_EQ(j["n_prompt"], 16);
+  EXPECT_EQ(j["n_gen"], 8);
+  EXPECT_EQ(j["reps"], 2);
+  // Rates are machine-dependent: only that each was measured.
   EXPECT_GT(j["prompt_tokens_per_s"].get<double>(), 0);
   EXPECT_GT(j["generation_tokens_per_s"].get<double>(), 0);
   EXPECT_GT(j["peak_rss_bytes"].get<double>(), 0);
