@@ -2,6 +2,9 @@
 
 #include <cstdio>
 #include <map>
+#include <memory>
+
+#include "model/model.h"
 
 namespace trellis::cli {
 namespace {
@@ -98,6 +101,10 @@ ordered_json model_summary_json(const GgufFile& file) {
   j["tensor_types"] = type_counts;
   j["parameters"] = n_params;
   j["tensor_bytes"] = tensor_bytes;
+  // Whether the forward pass can run this file: every key and tensor its family needs is there.
+  Result<std::unique_ptr<Model>> runnable = Model::load(file);
+  j["runnable"] = runnable.ok();
+  if (!runnable.ok()) j["not_runnable_because"] = runnable.error().message;
   return j;
 }
 
@@ -133,6 +140,9 @@ std::string model_summary_text(const GgufFile& file) {
   line("tensors", str(j["tensor_count"]) + " (" + types + ")");
   line("parameters", str(j["parameters"]));
   line("tensor data", human_bytes(j["tensor_bytes"].get<uint64_t>()));
+  line("runs", j["runnable"].get<bool>()
+                   ? "yes (" + j["architecture"].get<std::string>() + " forward pass)"
+                   : "no: " + j["not_runnable_because"].get<std::string>());
   return out;
 }
 

@@ -110,7 +110,7 @@ Status Engine::init(const std::string& model_path, const EngineConfig& config) {
   file_ = std::move(loaded->file);
   model_ = std::move(loaded->model);
   tokenizer_ = std::move(loaded->tokenizer);
-  const LlamaHParams& hp = model_->hparams();
+  const ModelHParams& hp = model_->hparams();
   n_vocab_ = static_cast<int32_t>(hp.n_vocab);
   Result<KvRuntime> runtime =
       create_kv_runtime(*model_, config.block_size, config.kv_type, config.n_ctx, config.kv_bytes,
@@ -121,7 +121,7 @@ Status Engine::init(const std::string& model_path, const EngineConfig& config) {
   blocks_ = std::move(runtime->blocks);
   cache_ = std::move(runtime->cache);
   scheduler_ = std::make_unique<Scheduler>(*cache_, sc);
-  workspace_ = std::make_unique<LlamaWorkspace>(hp, sc.max_batch_tokens);
+  workspace_ = std::make_unique<Workspace>(hp, sc.max_batch_tokens);
   threads_ = std::make_unique<ThreadPool>(
       config.n_threads > 0 ? config.n_threads : ThreadPool::default_thread_count());
   stats_.n_blocks_total = blocks_->n_total();

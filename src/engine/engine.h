@@ -31,7 +31,7 @@
 #include "gguf/gguf_file.h"
 #include "kv/block_pool.h"
 #include "kv/kv_storage.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 #include "prefix/prefix_cache.h"
 #include "sample/sampling_params.h"
 #include "sample/stop_condition.h"
@@ -180,7 +180,7 @@ class Engine {
   Status check_invariants();
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
-  const LlamaModel& model() const { return *model_; }
+  const Model& model() const { return *model_; }
   // The model's GGUF file (metadata such as tokenizer.chat_template).
   const GgufFile& file() const { return *file_; }
   int32_t n_ctx() const { return n_ctx_; }
@@ -216,14 +216,14 @@ class Engine {
   void check_invariants_when_idle();
 
   std::unique_ptr<GgufFile> file_;
-  std::unique_ptr<LlamaModel> model_;
+  std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ThreadPool> threads_;
   std::unique_ptr<KvStorage> kv_;
   std::unique_ptr<BlockPool> blocks_;
   std::unique_ptr<PrefixCache> cache_;
   std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<LlamaWorkspace> workspace_;
+  std::unique_ptr<Workspace> workspace_;
   int32_t n_ctx_ = 0;
   int32_t n_vocab_ = 0;
 

@@ -11,7 +11,7 @@ Result<LoadedModel> load_model(const std::string& path) {
   Result<GgufFile> file = GgufFile::open(path);
   if (!file.ok()) return file.error();
   loaded.file = std::make_unique<GgufFile>(std::move(file).value());
-  Result<std::unique_ptr<LlamaModel>> model = LlamaModel::load(*loaded.file);
+  Result<std::unique_ptr<Model>> model = Model::load(*loaded.file);
   if (!model.ok()) return model.error();
   loaded.model = std::move(model).value();
   Result<Vocab> vocab = load_vocab(*loaded.file);
@@ -44,7 +44,7 @@ Result<KvPoolSize> size_kv_pool(const KvLayout& layout, int32_t n_ctx, int64_t k
   return KvPoolSize{*n_blocks, std::min(n_ctx, (*n_blocks - 1) * B)};
 }
 
-Result<KvRuntime> create_kv_runtime(const LlamaModel& model, int32_t block_size, KvType kv_type,
+Result<KvRuntime> create_kv_runtime(const Model& model, int32_t block_size, KvType kv_type,
                                     int32_t n_ctx, int64_t kv_bytes, int64_t kv_tokens,
                                     const PrefixCacheConfig& prefix_cache) {
   if (n_ctx <= 0) n_ctx = static_cast<int32_t>(model.hparams().n_ctx_train);

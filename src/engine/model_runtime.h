@@ -10,7 +10,7 @@
 #include "gguf/gguf_file.h"
 #include "kv/block_pool.h"
 #include "kv/kv_storage.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 #include "prefix/prefix_cache.h"
 #include "tokenizer/tokenizer.h"
 
@@ -18,7 +18,7 @@ namespace trellis {
 
 struct LoadedModel {
   std::unique_ptr<GgufFile> file;  // the weights point into its mapping
-  std::unique_ptr<LlamaModel> model;
+  std::unique_ptr<Model> model;
   std::unique_ptr<Tokenizer> tokenizer;
 };
 
@@ -46,7 +46,7 @@ struct KvRuntime {
 };
 
 // Sizes and allocates the KV runtime for `model`; n_ctx 0 means the model's training context.
-Result<KvRuntime> create_kv_runtime(const LlamaModel& model, int32_t block_size, KvType kv_type,
+Result<KvRuntime> create_kv_runtime(const Model& model, int32_t block_size, KvType kv_type,
                                     int32_t n_ctx, int64_t kv_bytes, int64_t kv_tokens,
                                     const PrefixCacheConfig& prefix_cache);
 

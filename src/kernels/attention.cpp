@@ -38,38 +38,40 @@ inline void store(uint8_t* run, int64_t i, KvType type, float v) {
 
 namespace kernels_detail {
 
-// One query head against positions [0, position] of one kv head.
+// One query head against positions [first_position, position] of one kv head; scores[i] holds
+// position first_position + i.
 void attend_head_scalar(const KvStorage& kv, int64_t layer, int64_t kv_head,
                         const AttentionRow& row, const float* q, float* out, float* scores) {
   const KvLayout& layout = kv.layout();
   const int64_t head_dim = layout.head_dim;
   const int32_t block_size = layout.block_size;
   const size_t elem = layout.element_bytes();
+  const int64_t first = row.first_position;
   const int64_t n_pos = static_cast<int64_t>(row.position) + 1;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
 
   float max_score = -INFINITY;
-  for (int64_t j = 0; j < n_pos; ++j) {
+  for (int64_t j = first; j < n_pos; ++j) {
     const int32_t block = row.block_table[j / block_size];
     const uint8_t* k = kv.keys(block, layer, kv_head) +
                        static_cast<size_t>(j % block_size) * static_cast<size_t>(head_dim) * elem;
     float dot = 0.0f;
     for (int64_t d = 0; d < head_dim; ++d) dot += q[d] * load(k, d, layout.type);
-    scores[j] = dot * scale;
-    max_score = std::max(max_score, scores[j]);
+    scores[j - first] = dot * scale;
+    max_score = std::max(max_score, scores[j - first]);
   }
   float sum = 0.0f;
-  for (int64_t j = 0; j < n_pos; ++j) {
-    scores[j] = std::exp(scores[j] - max_score);
-    sum += scores[j];
+  for (int64_t j = first; j < n_pos; ++j) {
+    scores[j - first] = std::exp(scores[j - first] - max_score);
+    sum += scores[j - first];
   }
   const float inv_sum = 1.0f / sum;
   std::fill(out, out + head_dim, 0.0f);
-  for (int64_t j = 0; j < n_pos; ++j) {
+  for (int64_t j = first; j < n_pos; ++j) {
     const int32_t block = row.block_table[j / block_size];
     const uint8_t* v = kv.values(block, layer, kv_head) +
                        static_cast<size_t>(j % block_size) * static_cast<size_t>(head_dim) * elem;
-    const float p = scores[j] * inv_sum;
+    const float p = scores[j - first] * inv_sum;
     for (int64_t d = 0; d < head_dim; ++d) out[d] += p * load(v, d, layout.type);
   }
 }

@@ -10,10 +10,12 @@
 
 namespace trellis {
 
-// One query row: its position p and the block table through which it reads positions [0, p].
+// One query row: its position p and the block table through which it reads positions
+// [first_position, p] (0 unless a sliding window hides the older ones).
 struct AttentionRow {
   int32_t position;
   const int32_t* block_table;
+  int32_t first_position = 0;  // precondition: 0 <= first_position <= position
 };
 
 // Per-thread buffers for attention scores, sized for the longest context once.
@@ -30,7 +32,8 @@ void kv_write(KvStorage& kv, int64_t layer, const AttentionRow& row, const float
               const float* v);
 
 // For every row r and query head h (kv head h / (n_head / n_kv_heads)):
-//   out[r][h] = sum_j softmax_j(q[r][h] . K[j] * scale) V[j],  j in [0, position_r]
+//   out[r][h] = sum_j softmax_j(q[r][h] . K[j] * scale) V[j],  j in [first_position_r, position_r]
+// with scale = 1 / sqrt(head_dim).
 // q: [n_rows][n_head * head_dim], out: same shape. Each (row, head) is computed by one thread in a
 // fixed order, so results do not depend on the batch or the thread count.
 // Runs the fastest variant (best_kernel_isa()).

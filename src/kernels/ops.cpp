@@ -13,9 +13,9 @@ void rms_norm_row(const float* x, const float* weight, int64_t n, float eps, flo
 }
 
 void rope_row(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, int32_t position,
-              float freq_base, float freq_scale, RopeStyle style) {
-  // The angles step by repeated multiplication, as llama.cpp computes them, so that outputs
-  // stay comparable with its reference logits.
+              float freq_base, float freq_scale, RopeStyle style, const float* freq_factors) {
+  // The angles step by repeated multiplication, and the factors apply in llama.cpp's order, so
+  // that outputs stay comparable with its reference logits.
   const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(n_rot));
   // Pair i is (head[i * first_step], head[i * first_step + partner]).
   const int64_t n_pairs = n_rot / 2;
@@ -23,8 +23,10 @@ void rope_row(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, int32_
   const int64_t partner = style == RopeStyle::ADJACENT ? 1 : n_pairs;
   for (int64_t h = 0; h < n_heads; ++h) {
     float* head = x + h * head_dim;
-    float theta = static_cast<float>(position) * freq_scale;
+    float theta_base = static_cast<float>(position);
     for (int64_t i = 0; i < n_pairs; ++i) {
+      const float factor = freq_factors != nullptr ? freq_factors[i] : 1.0f;
+      const float theta = freq_scale * (theta_base / factor);
       const float cos_t = std::cos(theta);
       const float sin_t = std::sin(theta);
       float* first = head + i * first_step;
@@ -32,7 +34,7 @@ void rope_row(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, int32_
       const float b = first[partner];
       first[0] = a * cos_t - b * sin_t;
       first[partner] = a * sin_t + b * cos_t;
-      theta *= theta_scale;
+      theta_base *= theta_scale;
     }
   }
 }

@@ -17,11 +17,13 @@ enum class RopeStyle {
 
 // Rotary position embedding, applied in place to n_heads heads of head_dim values. Pair i
 // (0 <= i < n_rot / 2; its elements chosen by `style`) is rotated by the angle
-//   theta_i = position * freq_scale * freq_base^(-2i / n_rot)
-// as (a, b) -> (a cos theta_i - b sin theta_i, a sin theta_i + b cos theta_i). Elements at
-// n_rot and beyond are left as they are. Precondition: n_rot even, n_rot <= head_dim.
+//   theta_i = freq_scale * (position * freq_base^(-2i / n_rot) / freq_factors[i])
+// (freq_factors null: all 1; Llama 3's rope_freqs) as
+// (a, b) -> (a cos theta_i - b sin theta_i, a sin theta_i + b cos theta_i). Elements at n_rot and
+// beyond are left as they are. Precondition: n_rot even, n_rot <= head_dim.
 void rope_row(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, int32_t position,
-              float freq_base, float freq_scale, RopeStyle style);
+              float freq_base, float freq_scale, RopeStyle style,
+              const float* freq_factors = nullptr);
 
 // gate[i] = silu(gate[i]) * up[i]  (SwiGLU), silu(z) = z / (1 + e^-z).
 void silu_mul_row(float* gate, const float* up, int64_t n);

@@ -3,9 +3,9 @@
 namespace trellis {
 namespace {
 
-LlamaHParams make_hparams(int64_t n_vocab, int64_t n_ctx, int64_t n_embd, int64_t n_layer,
+ModelHParams make_hparams(int64_t n_vocab, int64_t n_ctx, int64_t n_embd, int64_t n_layer,
                           int64_t n_head, int64_t n_head_kv, int64_t n_ff) {
-  LlamaHParams hp;
+  ModelHParams hp;
   hp.n_vocab = n_vocab;
   hp.n_ctx_train = n_ctx;
   hp.n_embd = n_embd;

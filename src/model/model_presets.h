@@ -6,14 +6,14 @@
 #include <string_view>
 #include <vector>
 
-#include "model/llama_hparams.h"
+#include "model/model_hparams.h"
 
 namespace trellis {
 
 struct ModelPreset {
   std::string name;
   std::string description;
-  LlamaHParams hparams;
+  ModelHParams hparams;
 };
 
 // tiny (a few MB, for tests), small (~110M parameters), tinyllama-1.1b (TinyLlama-1.1B's shapes).

@@ -60,7 +60,7 @@ DType weight_type(DType requested, int64_t row_length) {
   return row_bytes(requested, row_length).has_value() ? requested : DType::F16;
 }
 
-std::vector<SynthTensor> tensor_list(const LlamaHParams& hp, DType type) {
+std::vector<SynthTensor> tensor_list(const ModelHParams& hp, DType type) {
   auto matrix = [&](std::string name, int64_t cols, int64_t rows) {
     return SynthTensor{std::move(name), weight_type(type, cols), {cols, rows}, Fill::NORMAL};
   };
@@ -117,7 +117,7 @@ void set_vocab_metadata(GgufWriter& writer, const Vocab& vocab) {
   writer.set("tokenizer.ggml.add_eos_token", GgufValue{vocab.add_eos});
 }
 
-Status set_metadata(GgufWriter& writer, const SynthOptions& options, LlamaHParams& hp) {
+Status set_metadata(GgufWriter& writer, const SynthOptions& options, ModelHParams& hp) {
   writer.set("general.architecture", GgufValue{std::string("llama")});
   writer.set("general.name", GgufValue{"trellis-synth-" + options.preset.name});
   writer.set("general.file_type", GgufValue{file_type_code(options.type)});
@@ -175,7 +175,7 @@ Status synthesize_model(const SynthOptions& options) {
     return Error{"model synth: type " + std::string(dtype_name(options.type)) +
                  " is not supported (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1)"};
   }
-  LlamaHParams hp = options.preset.hparams;
+  ModelHParams hp = options.preset.hparams;
   GgufWriter writer;
   TRELLIS_TRY(set_metadata(writer, options, hp));
   std::vector<SynthTensor> tensors = tensor_list(hp, options.type);

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "gguf/gguf_file.h"
-#include "model/llama_model.h"
+#include "model/model.h"
 #include "model/model_presets.h"
 #include "model/synth_model.h"
 #include "test_support.h"
@@ -19,7 +19,7 @@ constexpr int32_t kBlocksPerSequence = 4;  // 64 positions
 
 struct Harness {
   std::unique_ptr<GgufFile> file;
-  std::unique_ptr<LlamaModel> model;
+  std::unique_ptr<Model> model;
   int64_t n_vocab = 0;
 
   explicit Harness(DType type) {
@@ -31,7 +31,7 @@ struct Harness {
     Result<GgufFile> opened = GgufFile::open(path);
     EXPECT_TRUE(opened.ok());
     file = std::make_unique<GgufFile>(std::move(opened).value());
-    Result<std::unique_ptr<LlamaModel>> loaded = LlamaModel::load(*file);
+    Result<std::unique_ptr<Model>> loaded = Model::load(*file);
     EXPECT_TRUE(loaded.ok()) << loaded.error().message;
     model = std::move(loaded).value();
     n_vocab = model->hparams().n_vocab;
@@ -50,7 +50,7 @@ struct Harness {
         std::move(KvStorage::create(model->kv_layout(kBlockSize, KvType::F16),
                                     kBlocksPerSequence * static_cast<int32_t>(prompts.size()))
                       .value());
-    LlamaWorkspace ws(model->hparams(), 64);
+    Workspace ws(model->hparams(), 64);
     ThreadPool pool(threads);
     std::vector<std::vector<float>> logits(prompts.size());
     for (size_t s = 0; s < prompts.size(); ++s)
@@ -140,7 +140,7 @@ TEST(SharedPrefixBlocks, ReadingAnotherSequencesBlocksChangesNothing) {
 
   KvStorage kv =
       std::move(KvStorage::create(h.model->kv_layout(kBlockSize, KvType::F16), 8).value());
-  LlamaWorkspace ws(h.model->hparams(), 64);
+  Workspace ws(h.model->hparams(), 64);
   ThreadPool pool(2);
   // A fills blocks 0..2; B's table starts with A's blocks 0 and 1, then its own block 5.
   ForwardBatch first;

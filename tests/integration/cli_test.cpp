@@ -6,9 +6,13 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <sstream>
+#include <vector>
 
 #include "cli_runner.h"
+#include "gguf/gguf_file.h"
+#include "gguf/gguf_writer.h"
 #include "test_support.h"
 
 namespace trellis {
@@ -48,6 +52,50 @@ TEST_F(CliTest, ModelInfoTextAndJson) {
   EXPECT_EQ(j["tensor_count"], 39);
   EXPECT_EQ(j["tensor_types"]["q8_0"], 30);  // 4 layers x 7 matrices + embeddings + output
   EXPECT_EQ(j["tensor_types"]["f32"], 9);    // 2 norms per layer + the output norm
+}
+
+// A copy of `source` without the tensor `dropped` (metadata and every other tensor as they are).
+std::string copy_without(const std::string& source, const std::string& dropped) {
+  Result<GgufFile> in = GgufFile::open(source);
+  EXPECT_TRUE(in.ok());
+  GgufWriter writer;
+  writer.copy_metadata(*in, "");
+  std::vector<const GgufTensor*> kept;
+  for (const GgufTensor& t : in->tensors()) {
+    if (t.name == dropped) continue;
+    EXPECT_TRUE(writer.add_tensor(t.name, t.type, t.shape).ok());
+    kept.push_back(&t);
+  }
+  const std::string path = testing::temp_dir() + "/without-" + dropped + ".gguf";
+  EXPECT_TRUE(writer.begin(path).ok());
+  for (const GgufTensor* t : kept) {
+    EXPECT_TRUE(writer
+                    .write_tensor_data(std::span<const uint8_t>(
+                        static_cast<const uint8_t*>(t->data), static_cast<size_t>(t->n_bytes)))
+                    .ok());
+  }
+  EXPECT_TRUE(writer.finish().ok());
+  return path;
+}
+
+TEST(CliModelInfo, NamesTheFamilyAndTheFirstMissingTensor) {
+  TRELLIS_REQUIRE_SHARED();
+  const std::string qwen2 = testing::shared_dir() + "/reference-arch/qwen2-tiny-f32.gguf";
+  CommandResult ok = run_cli("model info " + qwen2);
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("runs:           yes (qwen2 forward pass)"), std::string::npos)
+      << ok.output;
+  const std::string broken = copy_without(qwen2, "blk.1.attn_k.bias");
+  nlohmann::json j = nlohmann::json::parse(stdout_only("model info --json " + broken));
+  EXPECT_EQ(j["architecture"], "qwen2");
+  EXPECT_FALSE(j["runnable"].get<bool>());
+  EXPECT_NE(j["not_runnable_because"].get<std::string>().find(
+                "missing tensor 'blk.1.attn_k.bias' (required by the qwen2 architecture)"),
+            std::string::npos)
+      << j["not_runnable_because"];
+  CommandResult run = run_cli("generate -n 2 -m " + broken + " -p hello");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.output.find("missing tensor 'blk.1.attn_k.bias'"), std::string::npos) << run.output;
 }
 
 TEST_F(CliTest, TokenizeAndDetokenizeRoundTrip) {

@@ -4,88 +4,17 @@
 // stated tolerance.
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <fstream>
-#include <sstream>
-
 #include "engine/engine.h"
+#include "reference_outputs.h"
 #include "test_support.h"
 
 namespace trellis {
 namespace {
 
-struct GreedyCase {
-  std::string prompt;
-  std::vector<TokenId> prompt_tokens;
-  std::vector<TokenId> generated;
-  std::vector<float> margins;  // top1 - top2 logit at each generated step
-};
-
-struct LogitsCase {
-  std::string prompt;
-  // Per position: (token id, logit) pairs; all logits or the top 16, as the file has them.
-  std::vector<std::vector<std::pair<TokenId, float>>> positions;
-};
-
-template <typename T>
-std::vector<T> parse_numbers(const std::string& text) {
-  std::istringstream in(text);
-  std::vector<T> out;
-  T v;
-  while (in >> v) out.push_back(v);
-  return out;
-}
-
-std::string after(const std::string& line, const std::string& prefix) {
-  return line.substr(std::min(line.size(), prefix.size()));
-}
-
-std::vector<GreedyCase> read_greedy(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<GreedyCase> cases;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("prompt: ", 0) == 0 || line == "prompt:") {
-      cases.emplace_back();
-      cases.back().prompt = line == "prompt:" ? "" : after(line, "prompt: ");
-    } else if (line.rfind("prompt_tokens:", 0) == 0) {
-      cases.back().prompt_tokens = parse_numbers<TokenId>(after(line, "prompt_tokens:"));
-    } else if (line.rfind("generated_tokens:", 0) == 0) {
-      cases.back().generated = parse_numbers<TokenId>(after(line, "generated_tokens:"));
-    } else if (line.rfind("top1_minus_top2_logit:", 0) == 0) {
-      cases.back().margins = parse_numbers<float>(after(line, "top1_minus_top2_logit:"));
-    }
-  }
-  return cases;
-}
-
-std::vector<LogitsCase> read_logits(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<LogitsCase> cases;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("prompt:", 0) == 0) {
-      cases.emplace_back();
-      cases.back().prompt = line == "prompt:" ? "" : after(line, "prompt: ");
-    } else if (line.rfind("pos ", 0) == 0) {
-      std::istringstream fields(line);
-      std::string word;
-      fields >> word >> word >> word >> word;  // pos P tok T
-      std::vector<std::pair<TokenId, float>> values;
-      TokenId next_id = 0;
-      while (fields >> word) {
-        size_t colon = word.find(':');
-        if (colon == std::string::npos) {
-          values.emplace_back(next_id++, std::stof(word));
-        } else {
-          values.emplace_back(std::stoi(word.substr(0, colon)), std::stof(word.substr(colon + 1)));
-        }
-      }
-      cases.back().positions.push_back(std::move(values));
-    }
-  }
-  return cases;
-}
+using testing::GreedyCase;
+using testing::LogitsCase;
+using testing::read_greedy;
+using testing::read_logits;
 
 struct ModelCase {
   std::string name;
@@ -139,12 +68,8 @@ TEST_P(LlamaReference, PromptTokensAndLogitsMatch) {
     ASSERT_EQ(ours.finish_reason, FinishReason::LENGTH) << ours.error;
     ASSERT_EQ(ours.prompt_logits.size(), tokens.size());
     float worst = 0;
-    for (size_t pos = 0; pos < tokens.size(); ++pos) {
-      for (auto [id, expected] : c.positions[pos]) {
-        worst =
-            std::max(worst, std::fabs(ours.prompt_logits[pos][static_cast<size_t>(id)] - expected));
-      }
-    }
+    for (size_t pos = 0; pos < tokens.size(); ++pos)
+      worst = std::max(worst, testing::worst_difference(ours.prompt_logits[pos], c.positions[pos]));
     EXPECT_LE(worst, GetParam().logit_tolerance) << "prompt '" << c.prompt << "'";
   }
   for (const GreedyCase& c : greedy) {

@@ -35,45 +35,51 @@ void attend_head_avx2(const KvStorage& kv, int64_t layer, int64_t kv_head, const
   const bool f16 = layout.type == KvType::F16;
   const size_t elem = layout.element_bytes();
   const size_t row_bytes = static_cast<size_t>(head_dim) * elem;
+  const int64_t first = row.first_position;
   const int64_t n_pos = static_cast<int64_t>(row.position) + 1;
   const float scale = 1.0f / sqrtf(static_cast<float>(head_dim));
 
   __m256 qv[kMaxHeadDim / 8];
   for (int64_t i = 0; i < n_vec; ++i) qv[i] = _mm256_loadu_ps(q + 8 * i);
 
-  // Scores, block by block through the table.
+  // Scores, block by block through the table: positions [j, j + n) lie in one block, from slot
+  // j % block_size; scores[i] holds position first + i.
   float max_score = -INFINITY;
-  for (int64_t j0 = 0; j0 < n_pos; j0 += block_size) {
-    const uint8_t* keys = kv.keys(row.block_table[j0 / block_size], layer, kv_head);
-    const int64_t n = n_pos - j0 < block_size ? n_pos - j0 : block_size;
+  for (int64_t j = first; j < n_pos;) {
+    const uint8_t* keys = kv.keys(row.block_table[j / block_size], layer, kv_head);
+    const int64_t slot = j % block_size;
+    const int64_t n = n_pos - j < block_size - slot ? n_pos - j : block_size - slot;
     for (int64_t s = 0; s < n; ++s) {
-      const uint8_t* k = keys + static_cast<size_t>(s) * row_bytes;
+      const uint8_t* k = keys + static_cast<size_t>(slot + s) * row_bytes;
       __m256 acc = _mm256_mul_ps(qv[0], load8(k, f16));
       for (int64_t i = 1; i < n_vec; ++i)
         acc = _mm256_fmadd_ps(qv[i], load8(k + 8 * i * elem, f16), acc);
       const float score = horizontal_sum(acc) * scale;
-      scores[j0 + s] = score;
+      scores[j - first + s] = score;
       max_score = score > max_score ? score : max_score;
     }
+    j += n;
   }
   float sum = 0.0f;
-  for (int64_t j = 0; j < n_pos; ++j) {
-    scores[j] = expf(scores[j] - max_score);
-    sum += scores[j];
+  for (int64_t i = 0; i < n_pos - first; ++i) {
+    scores[i] = expf(scores[i] - max_score);
+    sum += scores[i];
   }
   const float inv_sum = 1.0f / sum;
 
   __m256 acc[kMaxHeadDim / 8];
   for (int64_t i = 0; i < n_vec; ++i) acc[i] = _mm256_setzero_ps();
-  for (int64_t j0 = 0; j0 < n_pos; j0 += block_size) {
-    const uint8_t* values = kv.values(row.block_table[j0 / block_size], layer, kv_head);
-    const int64_t n = n_pos - j0 < block_size ? n_pos - j0 : block_size;
+  for (int64_t j = first; j < n_pos;) {
+    const uint8_t* values = kv.values(row.block_table[j / block_size], layer, kv_head);
+    const int64_t slot = j % block_size;
+    const int64_t n = n_pos - j < block_size - slot ? n_pos - j : block_size - slot;
     for (int64_t s = 0; s < n; ++s) {
-      const __m256 p = _mm256_set1_ps(scores[j0 + s] * inv_sum);
-      const uint8_t* v = values + static_cast<size_t>(s) * row_bytes;
+      const __m256 p = _mm256_set1_ps(scores[j - first + s] * inv_sum);
+      const uint8_t* v = values + static_cast<size_t>(slot + s) * row_bytes;
       for (int64_t i = 0; i < n_vec; ++i)
         acc[i] = _mm256_fmadd_ps(p, load8(v + 8 * i * elem, f16), acc[i]);
     }
+    j += n;
   }
   for (int64_t i = 0; i < n_vec; ++i) _mm256_storeu_ps(out + 8 * i, acc[i]);
 }

@@ -56,6 +56,11 @@ struct Shape {
   int64_t head_dim;
   int32_t block_size;
   std::vector<int32_t> positions;  // one query row per entry: it attends to [0, position]
+  int32_t window = 0;  // > 0: a sliding window, each row sees (position - window, position]
+
+  int32_t first_position(int32_t position) const {
+    return window > 0 ? std::max(0, position - window + 1) : 0;
+  }
 };
 
 std::string describe(const Shape& s, KvType type) {
@@ -64,6 +69,7 @@ std::string describe(const Shape& s, KvType type) {
                     std::to_string(s.block_size) + (type == KvType::F16 ? " f16" : " f32") +
                     " positions";
   for (int32_t p : s.positions) out += " " + std::to_string(p);
+  if (s.window > 0) out += " window " + std::to_string(s.window);
   return out;
 }
 
@@ -115,7 +121,8 @@ struct Fixture {
       }
     }
     for (size_t s = 0; s < shape.positions.size(); ++s)
-      f.rows.push_back(AttentionRow{shape.positions[s], f.tables[s].data()});
+      f.rows.push_back(AttentionRow{shape.positions[s], f.tables[s].data(),
+                                    shape.first_position(shape.positions[s])});
     // Queries up to 3 in size: scores spread over a few units, so softmax is neither flat nor
     // one-hot.
     std::uniform_real_distribution<float> query(-3.0f, 3.0f);
@@ -150,11 +157,12 @@ struct Fixture {
     const int64_t kv_head = h / (shape.n_head / shape.n_kv_heads);
     const float* qh = q.data() + (r * static_cast<size_t>(shape.n_head) + static_cast<size_t>(h)) *
                                      static_cast<size_t>(d_model);
+    const int32_t first = rows[r].first_position;
     const int32_t n_pos = rows[r].position + 1;
     const double scale = 1.0 / std::sqrt(static_cast<double>(d_model));
-    std::vector<double> scores(static_cast<size_t>(n_pos));
+    std::vector<double> scores(static_cast<size_t>(n_pos), -INFINITY);  // exp(-inf) = 0: hidden
     double max_abs_sum = 0, max_score = -INFINITY, max_v = 0;
-    for (int32_t j = 0; j < n_pos; ++j) {
+    for (int32_t j = first; j < n_pos; ++j) {
       double dot = 0, abs_sum = 0;
       for (int64_t d = 0; d < d_model; ++d) {
         const double k = element(false, r, kv_head, j, d);
@@ -169,7 +177,7 @@ struct Fixture {
     double sum = 0;
     for (double& s : scores) sum += (s = std::exp(s - max_score));
     exact.assign(static_cast<size_t>(d_model), 0.0);
-    for (int32_t j = 0; j < n_pos; ++j) {
+    for (int32_t j = first; j < n_pos; ++j) {
       for (int64_t d = 0; d < d_model; ++d)
         exact[static_cast<size_t>(d)] +=
             scores[static_cast<size_t>(j)] / sum * element(true, r, kv_head, j, d);
@@ -194,6 +202,11 @@ std::vector<Shape> shapes() {
       // Head sizes no SIMD kernel takes (not a multiple of 8, or too large): the scalar fallback.
       {4, 2, 12, 8, {29, 3}},
       {2, 1, 264, 16, {18}},
+      // Sliding windows (Gemma's local layers): windows that start inside a block, on a block
+      // boundary, and cover everything for the early positions.
+      {4, 2, 64, 16, {40, 5, 100, 16}, 16},
+      {8, 2, 256, 16, {47, 20}, 7},
+      {4, 2, 12, 8, {29, 3}, 9},
   };
 }
 

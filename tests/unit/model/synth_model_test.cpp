@@ -8,7 +8,7 @@
 #include <iterator>
 
 #include "gguf/gguf_file.h"
-#include "model/llama_hparams.h"
+#include "model/model_hparams.h"
 #include "model/model_presets.h"
 #include "quant/quant.h"
 #include "test_support.h"
@@ -44,9 +44,9 @@ TEST(SynthModel, HasLlamaShapesAndTypes) {
     std::string path = synth("shapes.gguf", type, 1);
     Result<GgufFile> file = GgufFile::open(path);
     ASSERT_TRUE(file.ok()) << file.error().message;
-    Result<LlamaHParams> hp = read_llama_hparams(*file);
+    Result<ModelHParams> hp = read_model_hparams(*file);
     ASSERT_TRUE(hp.ok()) << hp.error().message;
-    const LlamaHParams want = find_model_preset("tiny")->hparams;
+    const ModelHParams want = find_model_preset("tiny")->hparams;
     EXPECT_EQ(hp->n_embd, want.n_embd);
     EXPECT_EQ(hp->n_layer, want.n_layer);
     EXPECT_EQ(hp->n_head_kv, want.n_head_kv);

@@ -1,0 +1,375 @@
+#include "model/model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "kernels/ops.h"
+#include "quant/quant.h"
+
+namespace trellis {
+namespace {
+
+Result<const GgufTensor*> find_tensor(const GgufFile& file, const std::string& name,
+                                      std::vector<int64_t> shape) {
+  const GgufTensor* t = file.find_tensor(name);
+  if (t == nullptr) return Error{file.name() + ": missing tensor '" + name + "'"};
+  // Trailing dimensions of 1 are equivalent to absent ones.
+  std::vector<int64_t> actual = t->shape;
+  while (actual.size() > shape.size() && actual.back() == 1) actual.pop_back();
+  if (actual != shape) {
+    auto str = [](const std::vector<int64_t>& s) {
+      std::string out = "[";
+      for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+      return out + "]";
+    };
+    return Error{file.name() + ": tensor '" + name + "' has shape " + str(t->shape) +
+                 ", expected " + str(shape)};
+  }
+  return t;
+}
+
+Result<WeightView> bind_matrix(const GgufFile& file, const std::string& name, int64_t n_in,
+                               int64_t n_out) {
+  Result<const GgufTensor*> t = find_tensor(file, name, {n_in, n_out});
+  if (!t.ok()) return t.error();
+  if (!matmul_supports((*t)->type)) {
+    return Error{file.name() + ": tensor '" + name + "' has type " +
+                 std::string(dtype_name((*t)->type)) + ", which matmul does not support"};
+  }
+  return WeightView{(*t)->type, (*t)->data, n_in, n_out};
+}
+
+Result<std::vector<float>> bind_vector(const GgufFile& file, const std::string& name, int64_t n) {
+  Result<const GgufTensor*> t = find_tensor(file, name, {n});
+  if (!t.ok()) return t.error();
+  if (!can_dequantize((*t)->type)) {
+    return Error{file.name() + ": tensor '" + name + "' has unsupported type " +
+                 std::string(dtype_name((*t)->type))};
+  }
+  std::vector<float> values(static_cast<size_t>(n));
+  dequantize_row((*t)->type, (*t)->data, values.data(), n);
+  return values;
+}
+
+#define TRELLIS_ASSIGN(target, expr)                                         \
+  do {                                                                       \
+    auto trellis_assign_result_ = (expr);                                    \
+    if (!trellis_assign_result_.ok()) return trellis_assign_result_.error(); \
+    target = std::move(trellis_assign_result_).value();                      \
+  } while (0)
+
+}  // namespace
+
+Workspace::Workspace(const ModelHParams& hp, int32_t max_rows) : max_rows_(max_rows) {
+  const auto rows = static_cast<size_t>(max_rows);
+  const auto n_embd = static_cast<size_t>(hp.n_embd);
+  const auto n_q = static_cast<size_t>(hp.n_embd_q());
+  const auto n_kv = static_cast<size_t>(hp.n_embd_kv());
+  const auto n_ff = static_cast<size_t>(hp.n_ff);
+  x.resize(rows * n_embd);
+  xn.resize(rows * n_embd);
+  proj.resize(rows * n_embd);
+  out_xn.resize(rows * n_embd);
+  q.resize(rows * n_q);
+  attn.resize(rows * n_q);
+  k.resize(rows * n_kv);
+  v.resize(rows * n_kv);
+  qkv.resize(rows * (n_q + 2 * n_kv));
+  gate.resize(rows * n_ff);
+  up.resize(rows * 2 * n_ff);
+  attention_rows.resize(rows);
+}
+
+Status Model::bind_layer(const GgufFile& file, int64_t il, LayerWeights& layer) const {
+  const std::string p = "blk." + std::to_string(il) + ".";
+  const int64_t n_embd = hp_.n_embd;
+  const int64_t n_q = hp_.n_embd_q();
+  const int64_t n_kv = hp_.n_embd_kv();
+  TRELLIS_ASSIGN(layer.attn_norm, bind_vector(file, p + "attn_norm.weight", n_embd));
+  if (arch_->fused_qkv) {
+    TRELLIS_ASSIGN(layer.wqkv, bind_matrix(file, p + "attn_qkv.weight", n_embd, n_q + 2 * n_kv));
+  } else {
+    TRELLIS_ASSIGN(layer.wq, bind_matrix(file, p + "attn_q.weight", n_embd, n_q));
+    TRELLIS_ASSIGN(layer.wk, bind_matrix(file, p + "attn_k.weight", n_embd, n_kv));
+    TRELLIS_ASSIGN(layer.wv, bind_matrix(file, p + "attn_v.weight", n_embd, n_kv));
+  }
+  if (arch_->qkv_bias) {
+    TRELLIS_ASSIGN(layer.bq, bind_vector(file, p + "attn_q.bias", n_q));
+    TRELLIS_ASSIGN(layer.bk, bind_vector(file, p + "attn_k.bias", n_kv));
+    TRELLIS_ASSIGN(layer.bv, bind_vector(file, p + "attn_v.bias", n_kv));
+  }
+  if (arch_->qk_norm) {
+    TRELLIS_ASSIGN(layer.q_norm, bind_vector(file, p + "attn_q_norm.weight", hp_.head_dim()));
+    TRELLIS_ASSIGN(layer.k_norm, bind_vector(file, p + "attn_k_norm.weight", hp_.head_dim()));
+  }
+  TRELLIS_ASSIGN(layer.wo, bind_matrix(file, p + "attn_output.weight", n_q, n_embd));
+  TRELLIS_ASSIGN(layer.ffn_norm, bind_vector(file, p + "ffn_norm.weight", n_embd));
+  if (arch_->fused_gate_up) {
+    TRELLIS_ASSIGN(layer.w_up, bind_matrix(file, p + "ffn_up.weight", n_embd, 2 * hp_.n_ff));
+  } else {
+    TRELLIS_ASSIGN(layer.w_gate, bind_matrix(file, p + "ffn_gate.weight", n_embd, hp_.n_ff));
+    TRELLIS_ASSIGN(layer.w_up, bind_matrix(file, p + "ffn_up.weight", n_embd, hp_.n_ff));
+  }
+  TRELLIS_ASSIGN(layer.w_down, bind_matrix(file, p + "ffn_down.weight", hp_.n_ff, n_embd));
+  if (arch_->post_norms) {
+    TRELLIS_ASSIGN(layer.post_attn_norm,
+                   bind_vector(file, p + "post_attention_norm.weight", n_embd));
+    TRELLIS_ASSIGN(layer.post_ffn_norm, bind_vector(file, p + "post_ffw_norm.weight", n_embd));
+  }
+  return {};
+}
+
+Result<std::unique_ptr<Model>> Model::load(const GgufFile& file) {
+  Result<ModelHParams> hp = read_model_hparams(file);
+  if (!hp.ok()) return hp.error();
+  auto model = std::unique_ptr<Model>(new Model());
+  model->hp_ = *hp;
+  model->arch_ = find_architecture(hp->arch);
+  // Every error below names the first tensor the family needs that the file lacks or gets wrong.
+  auto for_family = [&](const Error& e) {
+    return Error{e.message + " (required by the " + hp->arch + " architecture)"};
+  };
+  const int64_t n_embd = hp->n_embd;
+  Result<WeightView> embd = bind_matrix(file, "token_embd.weight", n_embd, hp->n_vocab);
+  if (!embd.ok()) return for_family(embd.error());
+  model->token_embd_ = *embd;
+  if (!can_dequantize(model->token_embd_.type))
+    return Error{file.name() + ": token_embd.weight type cannot be read"};
+  if (model->arch_->rope_freq_factors && file.find_tensor("rope_freqs.weight") != nullptr) {
+    Result<std::vector<float>> factors = bind_vector(file, "rope_freqs.weight", hp->n_rot / 2);
+    if (!factors.ok()) return for_family(factors.error());
+    model->rope_freqs_ = std::move(factors).value();
+  }
+  for (int64_t il = 0; il < hp->n_layer; ++il) {
+    LayerWeights layer;
+    Status bound = model->bind_layer(file, il, layer);
+    if (!bound.ok()) return for_family(bound.error());
+    model->layers_.push_back(std::move(layer));
+  }
+  Result<std::vector<float>> norm = bind_vector(file, "output_norm.weight", n_embd);
+  if (!norm.ok()) return for_family(norm.error());
+  model->output_norm_ = std::move(norm).value();
+  if (file.find_tensor("output.weight") != nullptr) {
+    Result<WeightView> output = bind_matrix(file, "output.weight", n_embd, hp->n_vocab);
+    if (!output.ok()) return for_family(output.error());
+    model->output_ = *output;
+  } else {
+    model->output_ = model->token_embd_;  // tied embeddings
+  }
+  return model;
+}
+
+KvLayout Model::kv_layout(int32_t block_size, KvType type) const {
+  return KvLayout{hp_.n_layer, hp_.n_head_kv, hp_.head_dim(), block_size, type};
+}
+
+Status Model::validate_batch(const ForwardBatch& batch, const KvStorage& kv,
+                             const Workspace& ws) const {
+  if (batch.n_rows() > ws.max_rows()) {
+    return Error{"batch of " + std::to_string(batch.n_rows()) + " tokens exceeds the workspace (" +
+                 std::to_string(ws.max_rows()) + ")"};
+  }
+  const int32_t block_size = kv.layout().block_size;
+  for (const BatchSequence& seq : batch.sequences) {
+    for (int32_t block : seq.block_table) {
+      if (block < 0 || block >= kv.n_blocks())
+        return Error{"block id " + std::to_string(block) + " is invalid"};
+    }
+    for (int32_t r = seq.row_begin; r < seq.row_end; ++r) {
+      const TokenId token = batch.tokens[static_cast<size_t>(r)];
+      const int32_t pos = batch.positions[static_cast<size_t>(r)];
+      if (token < 0 || token >= hp_.n_vocab)
+        return Error{"token id " + std::to_string(token) + " is outside the vocab"};
+      if (pos < 0 || static_cast<size_t>(pos / block_size) >= seq.block_table.size()) {
+        return Error{"position " + std::to_string(pos) + " is not covered by the block table"};
+      }
+    }
+  }
+  for (int32_t row : batch.output_rows) {
+    if (row < 0 || row >= batch.n_rows())
+      return Error{"output row " + std::to_string(row) + " is invalid"};
+  }
+  return {};
+}
+
+void Model::embed(const ForwardBatch& batch, Workspace& ws) const {
+  const int64_t n_embd = hp_.n_embd;
+  const uint64_t stride = *row_bytes(token_embd_.type, n_embd);
+  // Gemma scales the looked-up embeddings (not the output matrix they may share) by sqrt(n_embd).
+  const float scale = arch_->scale_embeddings ? std::sqrt(static_cast<float>(n_embd)) : 1.0f;
+  for (int32_t r = 0; r < batch.n_rows(); ++r) {
+    const auto* row = static_cast<const uint8_t*>(token_embd_.data) +
+                      static_cast<uint64_t>(batch.tokens[static_cast<size_t>(r)]) * stride;
+    float* x = ws.x.data() + r * n_embd;
+    dequantize_row(token_embd_.type, row, x, n_embd);
+    if (arch_->scale_embeddings) {
+      for (int64_t i = 0; i < n_embd; ++i) x[i] *= scale;
+    }
+  }
+}
+
+namespace {
+
+// out[r] (n_out values) = in[r][offset, offset + n_out), for n_rows rows of in_stride values.
+void copy_columns(const float* in, int64_t in_stride, int64_t offset, int64_t n_out, int32_t n_rows,
+                  float* out) {
+  for (int32_t r = 0; r < n_rows; ++r)
+    std::memcpy(out + r * n_out, in + r * in_stride + offset, static_cast<size_t>(n_out) * 4);
+}
+
+void add_bias(float* rows, const std::vector<float>& bias, int32_t n_rows) {
+  const auto n = static_cast<int64_t>(bias.size());
+  for (int32_t r = 0; r < n_rows; ++r) add_row(rows + r * n, bias.data(), n);
+}
+
+// RMSNorm of each head of each row, with one weight vector shared by all heads.
+void norm_heads(float* rows, int64_t n_heads, int64_t head_dim, const std::vector<float>& weight,
+                float eps, int32_t n_rows) {
+  for (int64_t i = 0; i < int64_t{n_rows} * n_heads; ++i) {
+    float* head = rows + i * head_dim;
+    rms_norm_row(head, weight.data(), head_dim, eps, head);
+  }
+}
+
+}  // namespace
+
+void Model::project_qkv(const LayerWeights& layer, int32_t n_rows, Workspace& ws,
+                        ThreadPool& pool) const {
+  const int64_t n_q = hp_.n_embd_q();
+  const int64_t n_kv = hp_.n_embd_kv();
+  if (arch_->fused_qkv) {
+    const int64_t n_qkv = n_q + 2 * n_kv;
+    matmul(layer.wqkv, ws.xn.data(), n_rows, ws.qkv.data(), pool, ws.matmul_scratch);
+    copy_columns(ws.qkv.data(), n_qkv, 0, n_q, n_rows, ws.q.data());
+    copy_columns(ws.qkv.data(), n_qkv, n_q, n_kv, n_rows, ws.k.data());
+    copy_columns(ws.qkv.data(), n_qkv, n_q + n_kv, n_kv, n_rows, ws.v.data());
+  } else {
+    matmul(layer.wq, ws.xn.data(), n_rows, ws.q.data(), pool, ws.matmul_scratch);
+    matmul(layer.wk, ws.xn.data(), n_rows, ws.k.data(), pool, ws.matmul_scratch);
+    matmul(layer.wv, ws.xn.data(), n_rows, ws.v.data(), pool, ws.matmul_scratch);
+  }
+  if (arch_->qkv_bias) {
+    add_bias(ws.q.data(), layer.bq, n_rows);
+    add_bias(ws.k.data(), layer.bk, n_rows);
+    add_bias(ws.v.data(), layer.bv, n_rows);
+  }
+  if (arch_->qk_norm) {
+    const auto eps = static_cast<float>(hp_.rms_norm_eps);
+    norm_heads(ws.q.data(), hp_.n_head, hp_.head_dim(), layer.q_norm, eps, n_rows);
+    norm_heads(ws.k.data(), hp_.n_head_kv, hp_.head_dim(), layer.k_norm, eps, n_rows);
+  }
+}
+
+void Model::rope(int64_t il, int32_t n_rows, Workspace& ws) const {
+  // Local (sliding-window) layers have their own base and no scaling.
+  const bool local = hp_.is_local_layer(il);
+  const auto base = static_cast<float>(local ? hp_.rope_freq_base_swa : hp_.rope_freq_base);
+  const auto scale = static_cast<float>(local ? 1.0 : hp_.rope_freq_scale);
+  const float* factors = rope_freqs_.empty() ? nullptr : rope_freqs_.data();
+  const int64_t head_dim = hp_.head_dim();
+  for (int32_t r = 0; r < n_rows; ++r) {
+    const int32_t position = ws.attention_rows[static_cast<size_t>(r)].position;
+    rope_row(ws.q.data() + r * hp_.n_embd_q(), hp_.n_head, head_dim, hp_.n_rot, position, base,
+             scale, arch_->rope_style, factors);
+    rope_row(ws.k.data() + r * hp_.n_embd_kv(), hp_.n_head_kv, head_dim, hp_.n_rot, position, base,
+             scale, arch_->rope_style, factors);
+  }
+}
+
+void Model::add_residual(const std::vector<float>& post_norm, int32_t n_rows, Workspace& ws) const {
+  const int64_t n_embd = hp_.n_embd;
+  if (!post_norm.empty()) {
+    const auto eps = static_cast<float>(hp_.rms_norm_eps);
+    for (int32_t r = 0; r < n_rows; ++r) {
+      float* row = ws.proj.data() + r * n_embd;
+      rms_norm_row(row, post_norm.data(), n_embd, eps, row);
+    }
+  }
+  add_row(ws.x.data(), ws.proj.data(), n_rows * n_embd);
+}
+
+void Model::attention_block(const LayerWeights& layer, int64_t il, const ForwardBatch& batch,
+                            KvStorage& kv, Workspace& ws, ThreadPool& pool) const {
+  const int32_t n_rows = batch.n_rows();
+  const int64_t n_embd = hp_.n_embd;
+  const float eps = static_cast<float>(hp_.rms_norm_eps);
+  for (int32_t r = 0; r < n_rows; ++r) {
+    rms_norm_row(ws.x.data() + r * n_embd, layer.attn_norm.data(), n_embd, eps,
+                 ws.xn.data() + r * n_embd);
+  }
+  project_qkv(layer, n_rows, ws, pool);
+  rope(il, n_rows, ws);
+  // A local layer's query at position p sees (p - n_swa, p]; a global one sees [0, p].
+  const bool local = hp_.is_local_layer(il);
+  for (int32_t r = 0; r < n_rows; ++r) {
+    AttentionRow& row = ws.attention_rows[static_cast<size_t>(r)];
+    row.first_position = local ? std::max(0, row.position - hp_.n_swa + 1) : 0;
+    kv_write(kv, il, row, ws.k.data() + r * hp_.n_embd_kv(), ws.v.data() + r * hp_.n_embd_kv());
+  }
+  paged_attention(kv, il, ws.attention_rows.data(), n_rows, hp_.n_head, ws.q.data(), ws.attn.data(),
+                  pool, ws.attention_scratch);
+  matmul(layer.wo, ws.attn.data(), n_rows, ws.proj.data(), pool, ws.matmul_scratch);
+  add_residual(layer.post_attn_norm, n_rows, ws);
+}
+
+void Model::ffn_block(const LayerWeights& layer, int32_t n_rows, Workspace& ws,
+                      ThreadPool& pool) const {
+  const int64_t n_embd = hp_.n_embd;
+  const int64_t n_ff = hp_.n_ff;
+  const float eps = static_cast<float>(hp_.rms_norm_eps);
+  for (int32_t r = 0; r < n_rows; ++r) {
+    rms_norm_row(ws.x.data() + r * n_embd, layer.ffn_norm.data(), n_embd, eps,
+                 ws.xn.data() + r * n_embd);
+  }
+  if (arch_->fused_gate_up) {  // ffn_up's rows: the gate's n_ff, then the up projection's n_ff
+    matmul(layer.w_up, ws.xn.data(), n_rows, ws.up.data(), pool, ws.matmul_scratch);
+    // Row r holds its gate at [2r, 2r + 1) and its up at [2r + 1, 2r + 2), in units of n_ff.
+    // Gates go to their own buffer; ups move down to [r, r + 1) in increasing r, which only
+    // overwrites what rows before r already moved.
+    copy_columns(ws.up.data(), 2 * n_ff, 0, n_ff, n_rows, ws.gate.data());
+    for (int32_t r = 0; r < n_rows; ++r) {
+      std::memmove(ws.up.data() + r * n_ff, ws.up.data() + (2 * r + 1) * n_ff,
+                   static_cast<size_t>(n_ff) * 4);
+    }
+  } else {
+    matmul(layer.w_gate, ws.xn.data(), n_rows, ws.gate.data(), pool, ws.matmul_scratch);
+    matmul(layer.w_up, ws.xn.data(), n_rows, ws.up.data(), pool, ws.matmul_scratch);
+  }
+  if (arch_->ffn_activation == FfnActivation::GELU_TANH) {
+    gelu_tanh_mul_row(ws.gate.data(), ws.up.data(), n_rows * n_ff);
+  } else {
+    silu_mul_row(ws.gate.data(), ws.up.data(), n_rows * n_ff);
+  }
+  matmul(layer.w_down, ws.gate.data(), n_rows, ws.proj.data(), pool, ws.matmul_scratch);
+  add_residual(layer.post_ffn_norm, n_rows, ws);
+}
+
+void Model::forward(const ForwardBatch& batch, KvStorage& kv, Workspace& ws, ThreadPool& pool,
+                    float* logits) const {
+  const int32_t n_rows = batch.n_rows();
+  for (const BatchSequence& seq : batch.sequences) {
+    for (int32_t r = seq.row_begin; r < seq.row_end; ++r) {
+      ws.attention_rows[static_cast<size_t>(r)] =
+          AttentionRow{batch.positions[static_cast<size_t>(r)], seq.block_table.data()};
+    }
+  }
+  embed(batch, ws);
+  for (size_t il = 0; il < layers_.size(); ++il) {
+    attention_block(layers_[il], static_cast<int64_t>(il), batch, kv, ws, pool);
+    ffn_block(layers_[il], n_rows, ws, pool);
+  }
+  // Only the rows asked for go through the final norm and the (large) output matrix.
+  const int64_t n_embd = hp_.n_embd;
+  const auto n_out = static_cast<int64_t>(batch.output_rows.size());
+  const float eps = static_cast<float>(hp_.rms_norm_eps);
+  for (int64_t i = 0; i < n_out; ++i) {
+    const int32_t r = batch.output_rows[static_cast<size_t>(i)];
+    rms_norm_row(ws.x.data() + r * n_embd, output_norm_.data(), n_embd, eps,
+                 ws.out_xn.data() + i * n_embd);
+  }
+  if (n_out > 0) matmul(output_, ws.out_xn.data(), n_out, logits, pool, ws.matmul_scratch);
+}
+
+}  // namespace trellis

@@ -1,0 +1,119 @@
+// A model of one of the supported families (model/architecture.h) bound to the weights of a GGUF
+// file, and its one forward pass over a flat ForwardBatch reading and writing a block-paged KV
+// cache. Per layer, with the blocks each family's description switches on in [brackets]:
+//
+//   h = rmsnorm(x)
+//   q, k, v = Wq.h [+ bq], Wk.h [+ bk], Wv.h [+ bv]        (or one fused Wqkv.h)
+//   [q, k = per-head rmsnorm(q), rmsnorm(k)]
+//   q, k = rope(q), rope(k)                                (pair style, base, scale per layer)
+//   a = Wo . attention(q, K, V)                            (causal [, sliding window])
+//   x += [rmsnorm](a)
+//   h = rmsnorm(x)
+//   x += [rmsnorm](Wdown . (act(Wgate.h) * (Wup.h)))       (act: silu or gelu-tanh; [fused])
+//
+// after the embedding lookup [scaled by sqrt(n_embd)]; then logits = Woutput . rmsnorm(x) for the
+// rows asked for (Woutput: output.weight, or the embeddings when the file ties them).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "base/result.h"
+#include "base/thread_pool.h"
+#include "batch/forward_batch.h"
+#include "gguf/gguf_file.h"
+#include "kernels/attention.h"
+#include "kernels/matmul.h"
+#include "kv/kv_storage.h"
+#include "model/architecture.h"
+#include "model/model_hparams.h"
+
+namespace trellis {
+
+// One layer's weights; the optional ones are empty (vectors) or unbound (n_out 0) when the
+// family does not use them. q: n_head * head_dim, kv: n_head_kv * head_dim values per token.
+struct LayerWeights {
+  std::vector<float> attn_norm;       // [n_embd]
+  WeightView wq;                      // [n_embd] -> [q]
+  WeightView wk;                      // [n_embd] -> [kv]
+  WeightView wv;                      // [n_embd] -> [kv]
+  WeightView wqkv;                    // [n_embd] -> [q + 2 kv], fused_qkv instead of wq, wk, wv
+  std::vector<float> bq, bk, bv;      // [q], [kv], [kv] when qkv_bias
+  std::vector<float> q_norm, k_norm;  // [head_dim] when qk_norm
+  WeightView wo;                      // [q] -> [n_embd]
+  std::vector<float> post_attn_norm;  // [n_embd] when post_norms
+  std::vector<float> ffn_norm;        // [n_embd]
+  WeightView w_gate;                  // [n_embd] -> [n_ff] (unbound when fused_gate_up)
+  WeightView w_up;                    // [n_embd] -> [n_ff], or [2 n_ff]: gate then up
+  WeightView w_down;                  // [n_ff] -> [n_embd]
+  std::vector<float> post_ffn_norm;   // [n_embd] when post_norms
+};
+
+// Activation buffers for batches of up to max_rows tokens, allocated once.
+class Workspace {
+ public:
+  Workspace(const ModelHParams& hp, int32_t max_rows);
+  int32_t max_rows() const { return max_rows_; }
+
+  std::vector<float> x;                      // [rows][n_embd] residual stream
+  std::vector<float> xn;                     // [rows][n_embd] normed input of a sublayer
+  std::vector<float> q;                      // [rows][q]
+  std::vector<float> k;                      // [rows][kv]
+  std::vector<float> v;                      // [rows][kv]
+  std::vector<float> qkv;                    // [rows][q + 2 kv] output of a fused Wqkv
+  std::vector<float> attn;                   // [rows][q]
+  std::vector<float> proj;                   // [rows][n_embd] output of Wo / Wdown
+  std::vector<float> gate;                   // [rows][n_ff]
+  std::vector<float> up;                     // [rows][n_ff], or [rows][2 n_ff] when fused
+  std::vector<float> out_xn;                 // [rows][n_embd] normed rows whose logits are wanted
+  std::vector<AttentionRow> attention_rows;  // [rows]
+  MatmulScratch matmul_scratch;
+  AttentionScratch attention_scratch;
+
+ private:
+  int32_t max_rows_;
+};
+
+class Model {
+ public:
+  // Binds the weights of `file`, which must outlive the model. Errors name the family and the
+  // first missing or malformed tensor or key.
+  static Result<std::unique_ptr<Model>> load(const GgufFile& file);
+
+  const ModelHParams& hparams() const { return hp_; }
+  const Architecture& architecture() const { return *arch_; }
+  // The KV layout this model needs, for a given block size and element type.
+  KvLayout kv_layout(int32_t block_size, KvType type) const;
+
+  // Runs the batch, writing each row's K/V into the cache, and stores the logits of
+  // batch.output_rows into logits ([output_rows.size()][n_vocab]). Preconditions: the batch fits
+  // the workspace; every sequence's block table covers its last position; tokens are in the vocab.
+  void forward(const ForwardBatch& batch, KvStorage& kv, Workspace& ws, ThreadPool& pool,
+               float* logits) const;
+
+  // Checks what forward() takes as preconditions, with a clear message.
+  Status validate_batch(const ForwardBatch& batch, const KvStorage& kv, const Workspace& ws) const;
+
+ private:
+  Status bind_layer(const GgufFile& file, int64_t il, LayerWeights& layer) const;
+  void embed(const ForwardBatch& batch, Workspace& ws) const;
+  // q, k, v of every row, biased and normed as the family wants, not yet rotated.
+  void project_qkv(const LayerWeights& layer, int32_t n_rows, Workspace& ws,
+                   ThreadPool& pool) const;
+  void rope(int64_t il, int32_t n_rows, Workspace& ws) const;
+  void attention_block(const LayerWeights& layer, int64_t il, const ForwardBatch& batch,
+                       KvStorage& kv, Workspace& ws, ThreadPool& pool) const;
+  void ffn_block(const LayerWeights& layer, int32_t n_rows, Workspace& ws, ThreadPool& pool) const;
+  // x += rmsnorm(proj) with `post_norm` when the family has post norms, else x += proj.
+  void add_residual(const std::vector<float>& post_norm, int32_t n_rows, Workspace& ws) const;
+
+  const Architecture* arch_ = nullptr;
+  ModelHParams hp_;
+  WeightView token_embd_;  // [n_embd] x n_vocab rows
+  std::vector<LayerWeights> layers_;
+  std::vector<float> rope_freqs_;  // [n_rot / 2] frequency divisors, empty when none
+  std::vector<float> output_norm_;
+  WeightView output_;  // token_embd_ when the file ties them
+};
+
+}  // namespace trellis

@@ -1,0 +1,120 @@
+#include "model/model_hparams.h"
+
+#include <cstdint>
+
+#include "gguf/gguf_file.h"
+#include "model/architecture.h"
+
+namespace trellis {
+namespace {
+
+Result<int64_t> positive_int(const GgufFile& file, const std::string& key) {
+  Result<int64_t> value = file.get_int(key);
+  if (!value.ok()) return value.error();
+  if (*value <= 0)
+    return Error{file.name() + ": " + key + " must be positive, got " + std::to_string(*value)};
+  return value;
+}
+
+Result<int64_t> vocab_size(const GgufFile& file, const std::string& key) {
+  if (file.has(key)) return positive_int(file, key);
+  Result<const GgufArray*> tokens = file.get_array("tokenizer.ggml.tokens");
+  if (!tokens.ok()) return Error{file.name() + ": no " + key + " and no tokenizer.ggml.tokens"};
+  return static_cast<int64_t>((*tokens)->items.size());
+}
+
+// The linear rope scaling factor: rope.scaling.factor (with rope.scaling.type linear or absent),
+// else the older rope.scale_linear, else 1. Other scaling types are refused by name.
+Result<double> rope_scale_factor(const GgufFile& file, const std::string& prefix) {
+  Result<std::string> type = file.get_string_or(prefix + "rope.scaling.type", "none");
+  if (!type.ok()) return type.error();
+  if (*type != "none" && *type != "linear") {
+    return Error{file.name() + ": rope scaling '" + *type + "' is not supported (none, linear)"};
+  }
+  Result<double> legacy = file.get_float_or(prefix + "rope.scale_linear", 1.0);
+  if (!legacy.ok()) return legacy.error();
+  if (*type == "none") return legacy;
+  return file.get_float_or(prefix + "rope.scaling.factor", *legacy);
+}
+
+}  // namespace
+
+Result<ModelHParams> read_model_hparams(const GgufFile& file) {
+  Result<std::string> arch_name = file.get_string("general.architecture");
+  if (!arch_name.ok()) return arch_name.error();
+  const Architecture* arch = find_architecture(*arch_name);
+  if (arch == nullptr) {
+    return Error{file.name() + ": unsupported architecture '" + *arch_name +
+                 "' (supported: " + supported_architectures() + ")"};
+  }
+  ModelHParams hp;
+  hp.arch = *arch_name;
+  const std::string p = hp.arch + ".";
+  auto read = [&](const std::string& key, int64_t* out) -> Status {
+    Result<int64_t> value = positive_int(file, p + key);
+    if (!value.ok()) return value.error();
+    *out = *value;
+    return {};
+  };
+  TRELLIS_TRY(read("context_length", &hp.n_ctx_train));
+  TRELLIS_TRY(read("embedding_length", &hp.n_embd));
+  TRELLIS_TRY(read("block_count", &hp.n_layer));
+  TRELLIS_TRY(read("feed_forward_length", &hp.n_ff));
+  TRELLIS_TRY(read("attention.head_count", &hp.n_head));
+  Result<int64_t> n_head_kv = file.get_int_or(p + "attention.head_count_kv", hp.n_head);
+  if (!n_head_kv.ok()) return n_head_kv.error();
+  hp.n_head_kv = *n_head_kv;
+  Result<int64_t> n_vocab = vocab_size(file, p + "vocab_size");
+  if (!n_vocab.ok()) return n_vocab.error();
+  hp.n_vocab = *n_vocab;
+
+  auto invalid = [&](const std::string& what) { return Error{file.name() + ": " + what}; };
+  if (hp.n_head_kv <= 0 || hp.n_head % hp.n_head_kv != 0)
+    return invalid("head_count is not a multiple of head_count_kv");
+  Result<int64_t> key_length = file.get_int_or(p + "attention.key_length", 0);
+  if (!key_length.ok()) return key_length.error();
+  Result<int64_t> value_length = file.get_int_or(p + "attention.value_length", *key_length);
+  if (!value_length.ok()) return value_length.error();
+  if (*key_length < 0 || *value_length != *key_length)
+    return invalid("attention.key_length and value_length must be equal and positive");
+  hp.n_embd_head = *key_length;
+  if (hp.n_embd_head == 0 && hp.n_embd % hp.n_head != 0)
+    return invalid("embedding_length is not a multiple of head_count");
+
+  Result<int64_t> n_rot = file.get_int_or(p + "rope.dimension_count", hp.head_dim());
+  if (!n_rot.ok()) return n_rot.error();
+  hp.n_rot = *n_rot;
+  if (hp.n_rot <= 0 || hp.n_rot > hp.head_dim() || hp.n_rot % 2 != 0)
+    return invalid("rope.dimension_count must be even and at most the head size");
+
+  Result<double> base = file.get_float_or(p + "rope.freq_base", 10000.0);
+  Result<double> factor = rope_scale_factor(file, p);
+  Result<double> eps = file.get_float_or(p + "attention.layer_norm_rms_epsilon", 1e-5);
+  if (!base.ok()) return base.error();
+  if (!factor.ok()) return factor.error();
+  if (!eps.ok()) return eps.error();
+  if (*base <= 0 || *factor <= 0 || *eps <= 0)
+    return invalid("rope/norm parameters must be positive");
+  hp.rope_freq_base = *base;
+  hp.rope_freq_scale = 1.0 / *factor;
+  hp.rms_norm_eps = *eps;
+
+  if (arch->sliding_window) {
+    Result<int64_t> window = file.get_int_or(p + "attention.sliding_window", 0);
+    // Gemma 3 files carry no pattern key: five local layers, then a global one.
+    Result<int64_t> pattern = file.get_int_or(p + "attention.sliding_window_pattern", 6);
+    Result<double> base_swa = file.get_float_or(p + "rope.freq_base_swa", 10000.0);
+    if (!window.ok()) return window.error();
+    if (!pattern.ok()) return pattern.error();
+    if (!base_swa.ok()) return base_swa.error();
+    if (*window < 0 || *window > INT32_MAX || *pattern < 1 || *pattern > INT32_MAX ||
+        *base_swa <= 0)
+      return invalid("sliding window, its pattern and rope.freq_base_swa must be positive");
+    hp.n_swa = static_cast<int32_t>(*window);
+    hp.swa_pattern = static_cast<int32_t>(*pattern);
+    hp.rope_freq_base_swa = *base_swa;
+  }
+  return hp;
+}
+
+}  // namespace trellis

@@ -1,0 +1,48 @@
+// Hyperparameters of a model, read from GGUF metadata: `general.architecture` names the family
+// (model/architecture.h) and the prefix of every other key (`llama.*`, `qwen2.*`, ...).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/result.h"
+
+namespace trellis {
+
+class GgufFile;
+
+struct ModelHParams {
+  std::string arch = "llama";  // general.architecture
+  int64_t n_vocab = 0;
+  int64_t n_ctx_train = 0;  // ARCH.context_length
+  int64_t n_embd = 0;
+  int64_t n_layer = 0;
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;
+  int64_t n_ff = 0;
+  // attention.key_length (= value_length): the head size, which may differ from n_embd / n_head
+  // (qwen3, gemma3); 0 means n_embd / n_head.
+  int64_t n_embd_head = 0;
+  int64_t n_rot = 0;  // rope.dimension_count; defaults to the head size
+  double rope_freq_base = 10000.0;
+  double rope_freq_scale = 1.0;  // 1 / the linear rope scaling factor
+  double rms_norm_eps = 1e-5;
+  // Sliding-window attention (architectures that have it): layer il is local when
+  // il % swa_pattern < swa_pattern - 1; a local layer's query at position p sees positions
+  // (p - n_swa, p], with its own rope base and no rope scaling. n_swa 0: every layer is global.
+  int32_t n_swa = 0;
+  int32_t swa_pattern = 1;
+  double rope_freq_base_swa = 10000.0;
+
+  int64_t head_dim() const { return n_embd_head > 0 ? n_embd_head : n_embd / n_head; }
+  int64_t n_embd_q() const { return head_dim() * n_head; }
+  int64_t n_embd_kv() const { return head_dim() * n_head_kv; }
+  bool is_local_layer(int64_t il) const { return n_swa > 0 && il % swa_pattern < swa_pattern - 1; }
+};
+
+// Reads and validates the hyperparameters (a supported architecture, positive sizes, heads
+// dividing the width, GQA ratio, rope and window settings). The vocab size comes from
+// ARCH.vocab_size or the tokenizer's token list.
+Result<ModelHParams> read_model_hparams(const GgufFile& file);
+
+}  // namespace trellis
