@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -11,6 +10,7 @@
 
 #include "commands.h"
 #include "engine_options.h"
+#include "prompt_input.h"
 
 namespace trellis::cli {
 namespace {
@@ -36,41 +36,6 @@ struct GenerateArgs {
   bool parallel = false;
   int32_t fork = 1;
 };
-
-// A prompt as text (tokenized with BOS unless --no-bos) or as token ids (used as given).
-struct PromptInput {
-  std::string text;
-  std::vector<TokenId> tokens;
-  bool is_tokens = false;
-};
-
-// One JSON value per line: a string, or an array of token ids.
-Result<std::vector<PromptInput>> read_prompts_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Error{path + ": cannot open"};
-  std::vector<PromptInput> prompts;
-  std::string line;
-  for (int line_no = 1; std::getline(in, line); ++line_no) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = path + ":" + std::to_string(line_no);
-    nlohmann::json value = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    PromptInput prompt;
-    if (value.is_string()) {
-      prompt.text = value.get<std::string>();
-    } else if (value.is_array() && !value.empty()) {
-      prompt.is_tokens = true;
-      for (const nlohmann::json& id : value) {
-        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
-          return Error{where + ": token ids must be non-negative integers"};
-        prompt.tokens.push_back(id.get<TokenId>());
-      }
-    } else {
-      return Error{where + ": expected a JSON string or a non-empty array of token ids per line"};
-    }
-    prompts.push_back(std::move(prompt));
-  }
-  return prompts;
-}
 
 nlohmann::json timings_json(const RequestStats& s) {
   return {{"prompt_tokens_per_s", s.prefill_tokens_per_s()},

@@ -293,6 +293,22 @@ TEST(CliLogits, TopLogitsOfEveryPosition) {
       stdout_only("logits --json --top 3 -t 1 -m " + stories_model() + " -p 'Once upon'"));
   ASSERT_EQ(last["positions"].size(), 1u);
   EXPECT_EQ(last["positions"][0], j["positions"][2]);
+  // Token-id prompts from a file, one JSON line each: the same ids give the same logits.
+  const std::string file = testing::temp_dir() + "/logit-prompts.jsonl";
+  std::ofstream(file) << "[1, 403, 407]\n\n\"Once\"\n";
+  std::istringstream lines(
+      stdout_only("logits --top 3 -t 1 -m " + stories_model() + " --prompts-file " + file));
+  std::string line;
+  ASSERT_TRUE(std::getline(lines, line));
+  EXPECT_EQ(nlohmann::json::parse(line)["positions"][0], j["positions"][2]);
+  ASSERT_TRUE(std::getline(lines, line));
+  EXPECT_EQ(nlohmann::json::parse(line)["positions"][0]["token"], 403) << "BOS, then 'Once'";
+  EXPECT_FALSE(std::getline(lines, line)) << "one line per prompt";
+  std::ofstream(file) << "[1, -4]\n";
+  CommandResult bad = run_cli("logits -m " + stories_model() + " --prompts-file " + file);
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.output.find(":1: token ids must be non-negative integers"), std::string::npos)
+      << bad.output;
 }
 
 TEST_F(CliTest, BenchPhiReportsTheCacheGainWithIdenticalOutputs) {
