@@ -13,7 +13,7 @@ namespace {
 
 struct LogitsArgs {
   EngineOptions engine;
-  std::string prompt;
+  std::vector<std::string> prompts;  // -p, repeatable
   std::string prompts_file;
   int32_t top = 10;
   bool all_positions = false;
@@ -46,8 +46,7 @@ nlohmann::json positions_json(const LogitsArgs& args, const std::vector<TokenId>
 
 int run_logits(LogitsArgs& args) {
   std::vector<PromptInput> prompts;
-  if (!args.prompt.empty() || args.prompts_file.empty())
-    prompts.push_back({args.prompt, {}, false});
+  for (const std::string& text : args.prompts) prompts.push_back({text, {}, false});
   if (!args.prompts_file.empty()) {
     Result<std::vector<PromptInput>> more = read_prompts_file(args.prompts_file);
     if (!more.ok()) {
@@ -55,6 +54,10 @@ int run_logits(LogitsArgs& args) {
       return 1;
     }
     prompts.insert(prompts.end(), more->begin(), more->end());
+  }
+  if (prompts.empty()) {
+    std::fprintf(stderr, "error: give a prompt with -p TEXT or --prompts-file FILE\n");
+    return 1;
   }
   std::unique_ptr<Engine> engine = args.engine.open_engine();
   if (!engine) return 1;
@@ -84,7 +87,7 @@ void add_logits_command(CLI::App& app, int& exit_code) {
       "logits", "Print the top logits of each prompt's last (or every) position");
   auto args = std::make_shared<LogitsArgs>();
   args->engine.add_to(*cmd, /*model_required=*/false);
-  cmd->add_option("-p,--prompt", args->prompt, "Prompt");
+  cmd->add_option("-p,--prompt", args->prompts, "Prompt (repeatable)");
   cmd->add_option("--prompts-file", args->prompts_file,
                   "File with one prompt per line: a JSON string, or a JSON array of token ids");
   cmd->add_option("--top", args->top, "How many logits per position")->capture_default_str();
