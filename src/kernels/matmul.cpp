@@ -20,6 +20,8 @@ ActFormat act_format(DType type) {
     case DType::Q5_1:
     case DType::Q8_0:
       return ActFormat::Q8_0;
+    case DType::Q2_K:
+    case DType::Q3_K:
     case DType::Q4_K:
     case DType::Q5_K:
     case DType::Q6_K:
@@ -60,6 +62,10 @@ RowKernel table_kernel(const KernelTable& table, DType type) {
       return table.q5_1;
     case DType::Q8_0:
       return table.q8_0;
+    case DType::Q2_K:
+      return table.q2_k;
+    case DType::Q3_K:
+      return table.q3_k;
     case DType::Q4_K:
       return table.q4_k;
     case DType::Q5_K:

@@ -26,18 +26,20 @@
 //        out = hsum8(a)            (_0 types)
 //        out = hsum8(a) + m        (_1 types)
 //
-// 3. 256-element super-blocks (Q4_K, Q5_K, Q6_K) with activations quantized to ActQ8_K (scale dx,
+// 3. 256-element super-blocks (Q2_K .. Q6_K) with activations quantized to ActQ8_K (scale dx,
 //    codes xq[256], bsums[k] = sum of xq[16k, 16k + 16)); one float accumulator acc = +0:
 //        for each super-block, in order:
 //          Q4_K / Q5_K:  isum = sum_j sc_j * (sum_{i in sub-block j} q_i * xq_i)   (exact int32)
 //                        msum = sum_j mn_j * (bsums[2j] + bsums[2j + 1])            (exact int32)
 //                        acc = acc + ((dw * dx) * float(isum))
 //                        acc = acc - ((dminw * dx) * float(msum))
+//          Q2_K:         as Q4_K with runs of 16: sums over run k (0..15), msum with bsums[k]
 //          Q6_K:         isum = sum_k sc_k * (sum_{i in run k} (q_i - 32) * xq_i)  (exact int32)
 //                        acc = acc + ((dw * dx) * float(isum))
+//          Q3_K:         as Q6_K with the signed codes q_i (-4..3) and scales s_k - 32
 //        out = acc
 //    Bounds: |isum| <= 8 * 63 * 32 * 31 * 127 < 2^26 (Q5_K), 16 * 128 * 16 * 32 * 127 < 2^27
-//    (Q6_K).
+//    (Q6_K); Q2_K and Q3_K are below 2^23.
 //
 // Activation quantization (identical in every variant; round(v) is round-half-to-even, which is
 // what cvtps2dq and fcvtns do):
@@ -108,7 +110,7 @@ using AttendHeadKernel = void (*)(const KvStorage& kv, int64_t layer, int64_t kv
 struct KernelTable {
   RowKernel f32 = nullptr, f16 = nullptr, bf16 = nullptr;
   RowKernel q4_0 = nullptr, q4_1 = nullptr, q5_0 = nullptr, q5_1 = nullptr, q8_0 = nullptr;
-  RowKernel q4_k = nullptr, q5_k = nullptr, q6_k = nullptr;
+  RowKernel q2_k = nullptr, q3_k = nullptr, q4_k = nullptr, q5_k = nullptr, q6_k = nullptr;
   ActQuantizer quantize_q8_0 = nullptr, quantize_q8_k = nullptr;
   // Attention, for head sizes that are multiples of attend_head_dim_multiple and at most
   // attend_max_head_dim (other sizes, or a null entry, take the scalar kernel).

@@ -13,6 +13,14 @@
 //                                                                      x = (q - 16) * d
 //   q5_1: q as q5_0;                                                   x = q * d + m
 //   q8_0:                                                              x = qs[i] * d
+//   q2_K: 256 values in two halves of 128 (h = i / 128); within a half, r = i % 128 falls in
+//         quarter k = r / 32 at lane l = r % 32:  q = (qs[32h + l] >> 2k) & 3  (0..3).
+//         scales[i / 16] holds a 4-bit scale (low nibble) and a 4-bit min (high nibble).
+//                                   x = (d * (sc & 0xf)) * q - (dmin * (sc >> 4))
+//   q3_K: the q2_K arrangement of 2-bit codes, plus bit (4h + k) of hmask[l] as a third bit
+//         that is SET for the upper half of the range: q = low2 - (bit ? 0 : 4)  (-4..3).
+//         A 6-bit scale s per run of 16 (unpack_q3_k_scale), stored with a bias of 32.
+//                                   x = (d * (s - 32)) * q
 //   q4_K: 256 values in 8 sub-blocks of 32, sub-block j = i / 32 with 6-bit scale sc[j] and
 //         min mn[j] (see unpack_k_scale_min); sub-blocks 2c and 2c+1 share qs[32c, 32c+32):
 //         q = j even ? qs[32c + i % 32] & 0xf : qs[32c + i % 32] >> 4   (c = i / 64)
@@ -66,6 +74,26 @@ struct block_q8_0 {
   int8_t qs[kQk];
 };
 
+// 2-bit codes of four quarters share a byte of qs (quarter k in bits 2k+1:2k):
+//   qs byte  | 0 .. 31                          | 32 .. 63
+//   bits 1:0 | elements   0 ..  31 (half 0, k 0) | elements 128 .. 159 (half 1, k 0)
+//   bits 3:2 | elements  32 ..  63 (half 0, k 1) | elements 160 .. 191
+//   bits 5:4 | elements  64 ..  95               | elements 192 .. 223
+//   bits 7:6 | elements  96 .. 127               | elements 224 .. 255
+struct block_q2_K {
+  uint8_t scales[kQkK / 16];  // per run of 16: low nibble scale, high nibble min (0..15 each)
+  uint8_t qs[kQkK / 4];       // 2-bit codes, see above
+  uint16_t d;                 // f16 super-block scale of the 4-bit scales
+  uint16_t dmin;              // f16 super-block scale of the 4-bit mins
+};
+
+struct block_q3_K {
+  uint8_t hmask[kQkK / 8];       // bit (4h + k) of hmask[l]: third bit of element 128h + 32k + l
+  uint8_t qs[kQkK / 4];          // low 2 bits, packed as q2_K
+  uint8_t scales[kKScaleBytes];  // 16 scales of 6 bits (unpack_q3_k_scale)
+  uint16_t d;                    // f16 super-block scale
+};
+
 struct block_q4_K {
   uint16_t d;                    // f16 super-block scale of the 6-bit sub-block scales
   uint16_t dmin;                 // f16 super-block scale of the 6-bit sub-block mins
@@ -93,6 +121,10 @@ static_assert(sizeof(block_q4_1) == 20 && alignof(block_q4_1) == 2);
 static_assert(sizeof(block_q5_0) == 22 && alignof(block_q5_0) == 2);
 static_assert(sizeof(block_q5_1) == 24 && alignof(block_q5_1) == 2);
 static_assert(sizeof(block_q8_0) == 34 && alignof(block_q8_0) == 2);
+static_assert(sizeof(block_q2_K) == 84 && alignof(block_q2_K) == 2);
+static_assert(sizeof(block_q3_K) == 110 && alignof(block_q3_K) == 2);
+static_assert(offsetof(block_q2_K, qs) == 16 && offsetof(block_q2_K, d) == 80);
+static_assert(offsetof(block_q3_K, scales) == 96 && offsetof(block_q3_K, d) == 108);
 static_assert(sizeof(block_q4_K) == 144 && alignof(block_q4_K) == 2);
 static_assert(sizeof(block_q5_K) == 176 && alignof(block_q5_K) == 2);
 static_assert(sizeof(block_q6_K) == 210 && alignof(block_q6_K) == 2);
@@ -116,6 +148,41 @@ inline KScaleMin unpack_k_scale_min(const uint8_t* scales, int j) {
   }
   return {static_cast<uint8_t>((scales[j + 4] & 0x0f) | ((scales[j - 4] >> 6) << 4)),
           static_cast<uint8_t>((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4))};
+}
+
+// Packs a 6-bit scale and min into sub-block j of the 12 bytes (the inverse of
+// unpack_k_scale_min; only the bits of slot j change).
+inline void pack_k_scale_min(uint8_t* scales, int j, KScaleMin v) {
+  const auto sc = static_cast<uint8_t>(v.scale & 0x3f), mn = static_cast<uint8_t>(v.min & 0x3f);
+  if (j < 4) {
+    scales[j] = static_cast<uint8_t>((scales[j] & 0xc0) | sc);
+    scales[j + 4] = static_cast<uint8_t>((scales[j + 4] & 0xc0) | mn);
+    return;
+  }
+  scales[j - 4] = static_cast<uint8_t>((scales[j - 4] & 0x3f) | ((sc >> 4) << 6));
+  scales[j] = static_cast<uint8_t>((scales[j] & 0x3f) | ((mn >> 4) << 6));
+  scales[j + 4] = static_cast<uint8_t>((sc & 0x0f) | ((mn & 0x0f) << 4));
+}
+
+// The 6-bit scale (0..63, the stored value: the signed scale is this minus 32) of run k (0..15)
+// of a q3_K super-block. The 12 bytes hold (bit 7 on the left; lo4 = bits 3:0, hi2 = bits 5:4):
+//   byte k      (k = 0..7):  [ lo4(s[k+8]) | lo4(s[k]) ]
+//   byte 8 + m  (m = 0..3):  [ hi2(s[m+12]) | hi2(s[m+8]) | hi2(s[m+4]) | hi2(s[m]) ]
+inline uint8_t unpack_q3_k_scale(const uint8_t* scales, int k) {
+  const int low = k < 8 ? (scales[k] & 0x0f) : (scales[k - 8] >> 4);
+  const int high = (scales[8 + k % 4] >> (2 * (k / 4))) & 3;
+  return static_cast<uint8_t>(low | (high << 4));
+}
+
+// Packs the 6-bit stored scale `s` of run k (the inverse of unpack_q3_k_scale; only the bits of
+// run k change).
+inline void pack_q3_k_scale(uint8_t* scales, int k, uint8_t s) {
+  const int low_shift = k < 8 ? 0 : 4;
+  uint8_t& low = scales[k % 8];
+  low = static_cast<uint8_t>((low & ~(0x0f << low_shift)) | ((s & 0x0f) << low_shift));
+  const int high_shift = 2 * (k / 4);
+  uint8_t& high = scales[8 + k % 4];
+  high = static_cast<uint8_t>((high & ~(3 << high_shift)) | (((s >> 4) & 3) << high_shift));
 }
 
 }  // namespace trellis

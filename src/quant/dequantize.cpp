@@ -88,6 +88,52 @@ void dequantize_q8_0(const block_q8_0* blocks, float* dst, int64_t n_blocks) {
   }
 }
 
+// q2_K super-block, two halves of 128 values; in half h (qs += 32h), quarter k, lane l:
+//   dst   | 32k + l, l = 0..15           | 32k + l, l = 16..31
+//   code  | (qs[l] >> 2k) & 3            | (qs[l] >> 2k) & 3
+//   scale | scales[8h + 2k]              | scales[8h + 2k + 1]
+void dequantize_q2_k(const block_q2_K* blocks, float* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float d = f16_to_f32(blocks[b].d);
+    const float dmin = f16_to_f32(blocks[b].dmin);
+    for (int h = 0; h < 2; ++h, dst += 128) {
+      const uint8_t* qs = blocks[b].qs + 32 * h;
+      for (int k = 0; k < 4; ++k) {
+        for (int half_run = 0; half_run < 2; ++half_run) {
+          const uint8_t sc = blocks[b].scales[8 * h + 2 * k + half_run];
+          const float scale = d * static_cast<float>(sc & 0x0f);
+          const float min = dmin * static_cast<float>(sc >> 4);
+          for (int l = 16 * half_run; l < 16 * half_run + 16; ++l) {
+            dst[32 * k + l] = scale * static_cast<float>((qs[l] >> (2 * k)) & 3) - min;
+          }
+        }
+      }
+    }
+  }
+}
+
+// q3_K: the q2_K arrangement of the low 2 bits; bit (4h + k) of hmask[l] clear subtracts 4.
+void dequantize_q3_k(const block_q3_K* blocks, float* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float d = f16_to_f32(blocks[b].d);
+    const uint8_t* hmask = blocks[b].hmask;
+    for (int h = 0; h < 2; ++h, dst += 128) {
+      const uint8_t* qs = blocks[b].qs + 32 * h;
+      for (int k = 0; k < 4; ++k) {
+        const int bit = 4 * h + k;
+        for (int half_run = 0; half_run < 2; ++half_run) {
+          const int s = unpack_q3_k_scale(blocks[b].scales, 8 * h + 2 * k + half_run);
+          const float scale = d * static_cast<float>(s - 32);
+          for (int l = 16 * half_run; l < 16 * half_run + 16; ++l) {
+            const int q = ((qs[l] >> (2 * k)) & 3) - (((hmask[l] >> bit) & 1) ? 0 : 4);
+            dst[32 * k + l] = scale * static_cast<float>(q);
+          }
+        }
+      }
+    }
+  }
+}
+
 // q4_K super-block, 256 values in 4 chunks of 64 (c = 0..3), each chunk two sub-blocks:
 //   dst  | 0 .. 31           | 32 .. 63          | 64 .. 95            | ... | 224 .. 255
 //   code | qs[0..32) & 0xf   | qs[0..32) >> 4    | qs[32..64) & 0xf    | ... | qs[96..128) >> 4
@@ -174,6 +220,8 @@ bool can_dequantize(DType type) {
     case DType::Q5_0:
     case DType::Q5_1:
     case DType::Q8_0:
+    case DType::Q2_K:
+    case DType::Q3_K:
     case DType::Q4_K:
     case DType::Q5_K:
     case DType::Q6_K:
@@ -207,6 +255,10 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n_elems) {
       return dequantize_q5_1(static_cast<const block_q5_1*>(src), dst, n_blocks);
     case DType::Q8_0:
       return dequantize_q8_0(static_cast<const block_q8_0*>(src), dst, n_blocks);
+    case DType::Q2_K:
+      return dequantize_q2_k(static_cast<const block_q2_K*>(src), dst, n_blocks);
+    case DType::Q3_K:
+      return dequantize_q3_k(static_cast<const block_q3_K*>(src), dst, n_blocks);
     case DType::Q4_K:
       return dequantize_q4_k(static_cast<const block_q4_K*>(src), dst, n_blocks);
     case DType::Q5_K:

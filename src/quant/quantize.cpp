@@ -13,6 +13,9 @@
 // whose scale is 0 (all zeros, or all equal for q4_1 / q5_1) stores d = 0 (-0, f16 0x8000, for
 // q4_0 / q5_0, since 0 / -8 = -0) and uses 1/d := 0, so no division by zero and no NaN.
 // Precondition: inputs are finite.
+//
+// The K types (q2_K .. q6_K) are quantized in quantize_k.cpp by a round-to-nearest search of the
+// scales: their bytes are valid GGUF blocks but not the reference quantizer's bytes.
 #include <algorithm>
 #include <cassert>
 #include <cfloat>
@@ -23,35 +26,17 @@
 #include "quant/block_types.h"
 #include "quant/half.h"
 #include "quant/quant.h"
+#include "quant/quantize_k.h"
+#include "quant/rounding.h"
 
 namespace trellis {
 namespace {
 
-// The value of largest magnitude in x[0, n), sign kept; the first one wins a tie of magnitudes.
-float signed_absmax(const float* x, int n) {
-  float amax = 0.0f;
-  float max = 0.0f;
-  for (int i = 0; i < n; ++i) {
-    if (amax < std::fabs(x[i])) {
-      amax = std::fabs(x[i]);
-      max = x[i];
-    }
-  }
-  return max;
-}
+using quant_detail::round_half_away_from_zero;
+using quant_detail::signed_absmax;
 
 float inverse_or_zero(float d) {
   return d != 0.0f ? 1.0f / d : 0.0f;
-}
-
-// roundf: nearest integer, halves away from zero, for |v| < 2^23. Written out because roundf is a
-// library call on baseline x86-64. v - trunc(v) is exact in that range, so the comparison with
-// 0.5 decides exactly; adding 0.5 before truncating would not (0.49999997f + 0.5f rounds to 1).
-int round_half_away_from_zero(float v) {
-  int i = static_cast<int>(v);
-  const float fraction = v - static_cast<float>(i);
-  i += (fraction >= 0.5f) - (fraction <= -0.5f);
-  return i;
 }
 
 // Writes the little-endian uint32 of high bits of a q5 block.
@@ -174,6 +159,11 @@ bool can_quantize(DType type) {
     case DType::Q5_0:
     case DType::Q5_1:
     case DType::Q8_0:
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
       return true;
     default:
       return false;
@@ -204,6 +194,16 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n_elems) {
       return quantize_q5_1(src, static_cast<block_q5_1*>(dst), n_blocks);
     case DType::Q8_0:
       return quantize_q8_0(src, static_cast<block_q8_0*>(dst), n_blocks);
+    case DType::Q2_K:
+      return quant_detail::quantize_q2_k(src, static_cast<block_q2_K*>(dst), n_blocks);
+    case DType::Q3_K:
+      return quant_detail::quantize_q3_k(src, static_cast<block_q3_K*>(dst), n_blocks);
+    case DType::Q4_K:
+      return quant_detail::quantize_q4_k(src, static_cast<block_q4_K*>(dst), n_blocks);
+    case DType::Q5_K:
+      return quant_detail::quantize_q5_k(src, static_cast<block_q5_K*>(dst), n_blocks);
+    case DType::Q6_K:
+      return quant_detail::quantize_q6_k(src, static_cast<block_q6_K*>(dst), n_blocks);
     default:
       assert(false && "quantize_row: unsupported type");
   }

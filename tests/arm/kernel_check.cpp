@@ -48,6 +48,8 @@ std::vector<uint8_t> random_weights(DType type, int64_t n_out, int64_t n_in, std
   std::vector<int> scale_offsets = {0};
   if (type == DType::Q4_1 || type == DType::Q5_1 || type == DType::Q4_K || type == DType::Q5_K)
     scale_offsets = {0, 2};
+  if (type == DType::Q2_K) scale_offsets = {80, 82};
+  if (type == DType::Q3_K) scale_offsets = {108};
   if (type == DType::Q6_K) scale_offsets = {208};
   const size_t block = static_cast<size_t>(dtype_info(type).block_bytes);
   for (size_t b = 0; b < bytes.size() / block; ++b) {
@@ -143,8 +145,8 @@ void check_activation_quantizers(std::mt19937& rng) {
 int main() {
   using namespace trellis;
   std::mt19937 rng(2024);
-  const DType types[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,
-                         DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
+  const DType types[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
+                         DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
                          DType::Q4_K, DType::Q5_K, DType::Q6_K};
   std::printf("best kernel ISA: %s\n", std::string(kernel_isa_name(best_kernel_isa())).c_str());
   for (KernelIsa isa : {KernelIsa::SCALAR, KernelIsa::AVX2, KernelIsa::NEON}) {

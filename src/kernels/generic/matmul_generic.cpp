@@ -221,6 +221,53 @@ float dot_q6_k(const uint8_t* w, const uint8_t* x, int64_t n_in) {
   return acc;
 }
 
+// Element i = 128 h + 32 k + l (half h, quarter k, lane l) of a q2_K / q3_K super-block: low 2
+// bits (qs[32h + l] >> 2k) & 3; run i / 16.
+int low2_code(const uint8_t* qs, int i) {
+  const int h = i / 128, k = (i % 128) / 32, l = i % 32;
+  return (qs[32 * h + l] >> (2 * k)) & 3;
+}
+
+float dot_q2_k(const uint8_t* w, const uint8_t* x, int64_t n_in) {
+  float acc = 0.0f;
+  for (int64_t b = 0; b < n_in / 256; ++b) {
+    const auto wb = load<block_q2_K>(w + b * sizeof(block_q2_K));
+    const auto xb = load<ActQ8_K>(x + b * sizeof(ActQ8_K));
+    int32_t isum = 0;
+    int32_t msum = 0;
+    for (int run = 0; run < 16; ++run) {
+      int32_t sub = 0;
+      for (int e = 0; e < 16; ++e) sub += low2_code(wb.qs, 16 * run + e) * xb.qs[16 * run + e];
+      isum += (wb.scales[run] & 0x0f) * sub;
+      msum += (wb.scales[run] >> 4) * xb.bsums[run];
+    }
+    acc = acc + (f16_to_f32(wb.d) * xb.d) * static_cast<float>(isum);
+    acc = acc - (f16_to_f32(wb.dmin) * xb.d) * static_cast<float>(msum);
+  }
+  return acc;
+}
+
+// q3_K: bit (4h + k) of hmask[l] clear subtracts 4 from the low 2 bits.
+float dot_q3_k(const uint8_t* w, const uint8_t* x, int64_t n_in) {
+  float acc = 0.0f;
+  for (int64_t b = 0; b < n_in / 256; ++b) {
+    const auto wb = load<block_q3_K>(w + b * sizeof(block_q3_K));
+    const auto xb = load<ActQ8_K>(x + b * sizeof(ActQ8_K));
+    int32_t isum = 0;
+    for (int run = 0; run < 16; ++run) {
+      int32_t sub = 0;
+      for (int e = 0; e < 16; ++e) {
+        const int i = 16 * run + e;
+        const int bit = (wb.hmask[i % 32] >> (i / 32)) & 1;
+        sub += (low2_code(wb.qs, i) - (bit ? 0 : 4)) * xb.qs[i];
+      }
+      isum += (unpack_q3_k_scale(wb.scales, run) - 32) * sub;
+    }
+    acc = acc + (f16_to_f32(wb.d) * xb.d) * static_cast<float>(isum);
+  }
+  return acc;
+}
+
 // ---- Row loops -----------------------------------------------------------------------------
 
 template <float (*kDot)(const uint8_t*, const uint8_t*, int64_t)>
@@ -243,6 +290,8 @@ KernelTable make_table() {
   table.q5_0 = rows<dot_q32<DecodeQ5_0>>;
   table.q5_1 = rows<dot_q32<DecodeQ5_1>>;
   table.q8_0 = rows<dot_q32<DecodeQ8_0>>;
+  table.q2_k = rows<dot_q2_k>;
+  table.q3_k = rows<dot_q3_k>;
   table.q4_k = rows<dot_q45_k<false>>;
   table.q5_k = rows<dot_q45_k<true>>;
   table.q6_k = rows<dot_q6_k>;

@@ -16,6 +16,7 @@ const KernelTable& avx2_kernels() {
     t.q5_0 = avx2::matmul_q5_0;
     t.q5_1 = avx2::matmul_q5_1;
     t.q8_0 = avx2::matmul_q8_0;
+    // q2_k, q3_k: no AVX2 kernel yet; the null entries take the scalar one.
     t.q4_k = avx2::matmul_q4_k;
     t.q5_k = avx2::matmul_q5_k;
     t.q6_k = avx2::matmul_q6_k;

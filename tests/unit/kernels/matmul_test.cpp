@@ -23,8 +23,8 @@ namespace {
 
 namespace kd = kernels_detail;
 
-const DType kAllTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,
-                           DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
+const DType kAllTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
+                           DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
                            DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 std::vector<KernelIsa> supported_isas() {
@@ -55,6 +55,10 @@ std::vector<int> f16_field_offsets(DType type) {
     case DType::Q4_K:
     case DType::Q5_K:
       return {0, 2};
+    case DType::Q2_K:
+      return {80, 82};
+    case DType::Q3_K:
+      return {108};
     case DType::Q6_K:
       return {208};
     default:
@@ -189,8 +193,8 @@ TEST_P(MatmulTypeTest, BatchInvariant) {
   }
 }
 
-// Offsets (the m of q4_1 / q5_1, -dmin * mn of q4_K / q5_K) of each weight: the row dequantized
-// with every code set to 0. Zero for the other types.
+// Offsets (the m of q4_1 / q5_1, -dmin * mn of q2_K / q4_K / q5_K) of each weight: the row
+// dequantized with every code set to 0. Zero for the other types.
 std::vector<float> weight_offsets(DType type, const uint8_t* row, int64_t n_in) {
   std::vector<float> offsets(static_cast<size_t>(n_in), 0.0f);
   struct Range {
@@ -199,6 +203,7 @@ std::vector<float> weight_offsets(DType type, const uint8_t* row, int64_t n_in) 
   std::vector<Range> codes;
   if (type == DType::Q4_1) codes = {{4, 20}};
   if (type == DType::Q5_1) codes = {{4, 24}};
+  if (type == DType::Q2_K) codes = {{16, 80}};
   if (type == DType::Q4_K) codes = {{16, 144}};
   if (type == DType::Q5_K) codes = {{16, 176}};
   if (codes.empty()) return offsets;
@@ -350,7 +355,7 @@ TEST(Matmul, SmallF32ProductByHand) {
 
 TEST(Matmul, SupportedTypesAndIsas) {
   for (DType type : kAllTypes) EXPECT_TRUE(matmul_supports(type)) << dtype_name(type);
-  for (DType type : {DType::Q8_1, DType::Q2_K, DType::Q3_K, DType::Q8_K, DType::I8, DType::F64})
+  for (DType type : {DType::Q8_1, DType::Q8_K, DType::I8, DType::F64})
     EXPECT_FALSE(matmul_supports(type)) << dtype_name(type);
   EXPECT_TRUE(kernel_isa_supported(KernelIsa::SCALAR));
   EXPECT_TRUE(kernel_isa_supported(best_kernel_isa()));

@@ -261,6 +261,70 @@ TEST(QuantDequantize, Q6_K) {
   EXPECT_EQ(out[130], (0.5f * 5) * ((2 | 32) - 32));  // 5
 }
 
+// 2-bit codes and run scales shared by the q2_K and q3_K tests.
+int k_qs(int j) {  // qs[j], j = 0..63
+  return (29 * j + 11) & 0xff;
+}
+// Element e = 128 h + 32 k + l: bits 2k + 1:2k of qs[32 h + l].
+int low2_of(int e) {
+  const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+  return (k_qs(32 * h + l) >> (2 * k)) & 3;
+}
+
+TEST(QuantDequantize, Q2_K) {
+  ByteWriter w;
+  // scales[r]: low nibble (7 r) & 15 is the scale, high nibble (5 r + 3) & 15 the min.
+  w.repeat(16, [](int r) { return ((7 * r) & 0xf) | (((5 * r + 3) & 0xf) << 4); });
+  w.repeat(64, k_qs);
+  w.u16(0x4000);  // d = 2
+  w.u16(0x3800);  // dmin = 0.5
+  const auto out = dequantize(DType::Q2_K, w, 256);
+  for (int e = 0; e < 256; ++e) {
+    const int r = e / 16;
+    EXPECT_EQ(out[e], (2.0f * ((7 * r) & 0xf)) * low2_of(e) - 0.5f * ((5 * r + 3) & 0xf)) << e;
+  }
+  // e 0: qs[0] = 11 = 0b00001011, bits 1:0 = 3; run 0: scale 0, min 3.
+  EXPECT_EQ(out[0], 2.0f * 0 * 3 - 0.5f * 3);  // -1.5
+  // e 47: h 0, k 1, l 15: qs[15] = 190 = 0b10111110, bits 3:2 = 3; run 2: scale 14, min 13.
+  EXPECT_EQ(out[47], 2.0f * 14 * 3 - 0.5f * 13);  // 77.5
+  // e 200: h 1, k 2, l 8: qs[40] = 147 = 0b10010011, bits 5:4 = 1; run 12: scale 4, min 15.
+  EXPECT_EQ(out[200], 2.0f * 4 * 1 - 0.5f * 15);  // 0.5
+  // e 255: h 1, k 3, l 31: qs[63] = 46 = 0b00101110, bits 7:6 = 0; run 15: scale 9, min 14.
+  EXPECT_EQ(out[255], 2.0f * 9 * 0 - 0.5f * 14);  // -7
+}
+
+TEST(QuantDequantize, Q3_K) {
+  // Scale bytes and the signed scales (stored 6-bit value - 32) they hold, worked out by hand:
+  // low 4 bits of s[k] in byte k (k < 8) or the high nibble of byte k - 8; bits 5:4 in bits
+  // 2 (k / 4) + 1 : 2 (k / 4) of byte 8 + k % 4 (0xe4 = 11 10 01 00, 0x1b = 00 01 10 11).
+  constexpr uint8_t kBytes[12] = {0x10, 0x32, 0x54, 0x76, 0x98, 0xba,
+                                  0xdc, 0xfe, 0xe4, 0x1b, 0x00, 0xff};
+  constexpr int kScale[16] = {0 - 32,  50 - 32, 4 - 32,  54 - 32, 24 - 32, 42 - 32,
+                              12 - 32, 62 - 32, 33 - 32, 19 - 32, 5 - 32,  55 - 32,
+                              57 - 32, 11 - 32, 13 - 32, 63 - 32};
+  const auto hmask = [](int l) { return (37 * l + 5) & 0xff; };
+  ByteWriter w;
+  w.repeat(32, hmask);
+  w.repeat(64, k_qs);
+  for (uint8_t b : kBytes) w.u8(b);
+  w.u16(0x3800);  // d = 0.5
+  const auto out = dequantize(DType::Q3_K, w, 256);
+  for (int e = 0; e < 256; ++e) {
+    const int bit = (hmask(e % 32) >> (e / 32)) & 1;  // bit 4h + k of hmask[l]
+    const int q = low2_of(e) - (bit ? 0 : 4);
+    EXPECT_EQ(out[e], (0.5f * kScale[e / 16]) * q) << e;
+  }
+  // e 0: low 3; hmask[0] = 5 has bit 0: q = 3; scale -32.
+  EXPECT_EQ(out[0], (0.5f * -32) * 3);  // -48
+  // e 47: low 3; hmask[15] = 48 lacks bit 1: q = -1; scale (run 2) -28.
+  EXPECT_EQ(out[47], (0.5f * -28) * -1);  // 14
+  // e 200: low 1; hmask[8] = 45 = 0b00101101 lacks bit 6: q = -3; scale (run 12) 25.
+  EXPECT_EQ(out[200], (0.5f * 25) * -3);  // -37.5
+  // e 254: h 1, k 3, l 30: qs[62] = 17, bits 7:6 = 0; hmask[30] = 91 lacks bit 7: q = -4;
+  // scale (run 15) 31.
+  EXPECT_EQ(out[254], (0.5f * 31) * -4);  // -62
+}
+
 TEST(QuantDequantize, EmptyRowWritesNothing) {
   float sentinel = 7.0f;
   dequantize_row(DType::Q4_K, nullptr, &sentinel, 0);
