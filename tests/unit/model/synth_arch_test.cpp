@@ -94,7 +94,9 @@ TEST(SynthArch, EachFamilyHasExactlyItsTensorsAndKeys) {
     for (const GgufTensor& t : file->tensors()) got[t.name] = t.shape;
     EXPECT_EQ(got, expected_tensors(arch, *hp));
     for (const GgufTensor& t : file->tensors()) {
-      if (t.shape.size() == 1) EXPECT_EQ(t.type, DType::F32) << t.name;
+      if (t.shape.size() == 1) {
+        EXPECT_EQ(t.type, DType::F32) << t.name;
+      }
     }
     Result<std::unique_ptr<Model>> model = Model::load(*file);
     ASSERT_TRUE(model.ok()) << model.error().message;
@@ -186,7 +188,9 @@ TEST(SynthArch, EachFamilyRunsWithTheSameTokensCacheOnAndOff) {
           ASSERT_EQ(row.size(), 2048u);
           for (float v : row) ASSERT_TRUE(std::isfinite(v));
         }
-        if (repeat == 1) EXPECT_GT(out.stats.n_cached_tokens, 0);
+        if (repeat == 1) {
+          EXPECT_GT(out.stats.n_cached_tokens, 0);
+        }
         outputs.push_back(out.tokens);
       }
     }
