@@ -33,6 +33,7 @@ std::string preset_names() {
 
 struct SynthArgs {
   std::string preset = "tiny";
+  std::string arch;  // empty: the preset's own family
   std::string type = "q4_0";
   uint64_t seed = 0;
   std::string vocab_from;
@@ -46,6 +47,14 @@ int run_synth(const SynthArgs& args) {
     std::fprintf(stderr, "error: unknown preset '%s' (known: %s)\n", args.preset.c_str(),
                  preset_names().c_str());
     return 1;
+  }
+  if (!args.arch.empty()) {
+    Result<ModelPreset> recast = preset_for_arch(*preset, args.arch);
+    if (!recast.ok()) {
+      std::fprintf(stderr, "error: %s\n", recast.error().message.c_str());
+      return 1;
+    }
+    *preset = std::move(recast).value();
   }
   std::optional<DType> type = dtype_from_name(args.type);
   if (!type || !is_synth_type(*type)) {
@@ -78,11 +87,14 @@ void add_model_commands(CLI::App& app, int& exit_code) {
   info->add_flag("--json", *json, "Print JSON");
   info->callback([&exit_code, path, json] { exit_code = run_info(*path, *json); });
 
-  CLI::App* synth =
-      model->add_subcommand("synth", "Write a Llama GGUF with deterministic random weights");
+  CLI::App* synth = model->add_subcommand(
+      "synth",
+      "Write a GGUF (llama, qwen2, qwen3, gemma3 or phi3) with deterministic random weights");
   auto args = std::make_shared<SynthArgs>();
   synth->add_option("--preset", args->preset, "Shape preset: " + preset_names())
       ->capture_default_str();
+  synth->add_option("--arch", args->arch,
+                    "Family: llama, llama3, qwen2, qwen3, gemma3, phi3 (default: the preset's)");
   synth
       ->add_option("--type", args->type,
                    "Weight type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1")

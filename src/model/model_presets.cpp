@@ -1,5 +1,9 @@
 #include "model/model_presets.h"
 
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
 namespace trellis {
 namespace {
 
@@ -19,17 +23,97 @@ ModelHParams make_hparams(int64_t n_vocab, int64_t n_ctx, int64_t n_embd, int64_
   return hp;
 }
 
+// Sets the family-specific fields of `hp` (sizes stay) to what `arch`'s real models use. The
+// head size is `n_embd_head` (0: n_embd / n_head).
+void set_family(ModelHParams& hp, std::string_view arch, int64_t n_embd_head) {
+  hp.arch = arch == "llama3" ? "llama" : std::string(arch);
+  hp.n_embd_head = n_embd_head;
+  hp.n_rot = hp.head_dim();
+  hp.rope_freq_scale = 1.0;
+  hp.n_swa = 0;
+  hp.swa_pattern = 1;
+  hp.rope_freq_base_swa = 10000.0;
+  const bool qwen_or_gemma = arch == "qwen2" || arch == "qwen3" || arch == "gemma3";
+  hp.rms_norm_eps = qwen_or_gemma ? 1e-6 : 1e-5;
+  if (arch == "llama3") {
+    hp.rope_freq_base = 500000.0;
+  } else if (qwen_or_gemma) {
+    hp.rope_freq_base = 1e6;
+  } else {
+    hp.rope_freq_base = 10000.0;
+  }
+}
+
+// Published configs (HF config.json): vocab, context, width, layers, heads, KV heads, n_ff, head
+// size, rope base, eps and tie_word_embeddings.
+ModelPreset llama32_1b() {
+  ModelPreset p{"llama-3.2-1b",
+                "Llama-3.2-1B shapes (llama3): 16 layers, width 2048, GQA 32/8 heads, vocab 128256",
+                make_hparams(128256, 131072, 2048, 16, 32, 8, 8192), true, Llama3RopeScaling{}};
+  set_family(p.hparams, "llama3", 0);
+  return p;
+}
+
+ModelPreset qwen25_05b() {
+  ModelPreset p{"qwen2.5-0.5b",
+                "Qwen2.5-0.5B shapes (qwen2): 24 layers, width 896, GQA 14/2 heads, vocab 151936",
+                make_hparams(151936, 32768, 896, 24, 14, 2, 4864), true, std::nullopt};
+  set_family(p.hparams, "qwen2", 0);
+  return p;
+}
+
+ModelPreset qwen3_06b() {
+  ModelPreset p{"qwen3-0.6b",
+                "Qwen3-0.6B shapes (qwen3): 28 layers, width 1024, GQA 16/8 heads of 128, "
+                "vocab 151936",
+                make_hparams(151936, 40960, 1024, 28, 16, 8, 3072), true, std::nullopt};
+  set_family(p.hparams, "qwen3", 128);
+  return p;
+}
+
+ModelPreset gemma3_1b() {
+  ModelPreset p{"gemma-3-1b",
+                "Gemma-3-1B shapes (gemma3): 26 layers, width 1152, GQA 4/1 heads of 256, "
+                "window 512 on 5 of 6 layers, vocab 262144",
+                make_hparams(262144, 32768, 1152, 26, 4, 1, 6912), true, std::nullopt};
+  set_family(p.hparams, "gemma3", 256);
+  // The 1B model has no rope scaling (the 4B-27B ones have linear x8).
+  p.hparams.n_swa = 512;
+  p.hparams.swa_pattern = 6;
+  return p;
+}
+
+ModelPreset phi35_mini() {
+  // Phi-3.5-mini's longrope factors (rope_factors_long/short) are not written: the forward pass
+  // does not apply them, and llama.cpp treats their absence as plain RoPE too.
+  ModelPreset p{"phi-3.5-mini",
+                "Phi-3.5-mini shapes (phi3): 32 layers, width 3072, 32 heads (no GQA), "
+                "vocab 32064, untied output",
+                make_hparams(32064, 131072, 3072, 32, 32, 32, 8192), false, std::nullopt};
+  set_family(p.hparams, "phi3", 0);
+  return p;
+}
+
+std::string_view family_of(const ModelPreset& preset) {
+  return preset.llama3_rope ? std::string_view("llama3") : std::string_view(preset.hparams.arch);
+}
+
 }  // namespace
 
 const std::vector<ModelPreset>& model_presets() {
   static const std::vector<ModelPreset> presets = {
       {"tiny", "4 layers, width 128, GQA 4/2 heads, vocab 2048 (a few MB, for tests)",
-       make_hparams(2048, 512, 128, 4, 4, 2, 384)},
+       make_hparams(2048, 512, 128, 4, 4, 2, 384), false, std::nullopt},
       {"small", "12 layers, width 768, GQA 12/4 heads, vocab 32000 (~110M parameters)",
-       make_hparams(32000, 2048, 768, 12, 12, 4, 2048)},
+       make_hparams(32000, 2048, 768, 12, 12, 4, 2048), false, std::nullopt},
       {"tinyllama-1.1b",
        "TinyLlama-1.1B shapes: 22 layers, width 2048, GQA 32/4 heads, vocab 32000",
-       make_hparams(32000, 2048, 2048, 22, 32, 4, 5632)},
+       make_hparams(32000, 2048, 2048, 22, 32, 4, 5632), false, std::nullopt},
+      llama32_1b(),
+      qwen25_05b(),
+      qwen3_06b(),
+      gemma3_1b(),
+      phi35_mini(),
   };
   return presets;
 }
@@ -39,6 +123,60 @@ std::optional<ModelPreset> find_model_preset(std::string_view name) {
     if (preset.name == name) return preset;
   }
   return std::nullopt;
+}
+
+const std::vector<std::string_view>& synth_arch_names() {
+  static const std::vector<std::string_view> names = {"llama", "llama3", "qwen2",
+                                                      "qwen3", "gemma3", "phi3"};
+  return names;
+}
+
+Result<ModelPreset> preset_for_arch(const ModelPreset& preset, std::string_view arch) {
+  if (std::find(synth_arch_names().begin(), synth_arch_names().end(), arch) ==
+      synth_arch_names().end()) {
+    return Error{"unknown architecture '" + std::string(arch) +
+                 "' (llama, llama3, qwen2, qwen3, gemma3, phi3)"};
+  }
+  if (family_of(preset) == arch) return preset;
+  ModelPreset out = preset;
+  ModelHParams& hp = out.hparams;
+  const bool wide_heads = arch == "qwen3" || arch == "gemma3";
+  const int64_t n_embd_head =
+      wide_heads ? (hp.n_embd_head > 0 ? hp.n_embd_head : 2 * hp.n_embd / hp.n_head) : 0;
+  set_family(hp, arch, n_embd_head);
+  out.tied_output = arch != "llama" && arch != "phi3";
+  out.llama3_rope =
+      arch == "llama3" ? std::optional<Llama3RopeScaling>(Llama3RopeScaling{}) : std::nullopt;
+  if (arch == "gemma3") {
+    hp.n_swa = static_cast<int32_t>(std::min<int64_t>(512, hp.n_ctx_train / 16));
+    hp.swa_pattern = hp.n_layer >= 6 ? 6 : 2;
+  }
+  out.description = preset.description + ", as " + std::string(arch);
+  return out;
+}
+
+std::vector<float> llama3_rope_factors(const Llama3RopeScaling& scaling, int64_t n_rot,
+                                       double base) {
+  const double low_freq_wavelen =
+      static_cast<double>(scaling.original_context) / scaling.low_freq_factor;
+  const double high_freq_wavelen =
+      static_cast<double>(scaling.original_context) / scaling.high_freq_factor;
+  std::vector<float> factors;
+  for (int64_t i = 0; i < n_rot; i += 2) {
+    const double freq = 1.0 / std::pow(base, static_cast<double>(i) / static_cast<double>(n_rot));
+    const double wavelen = 2.0 * std::numbers::pi / freq;
+    double factor = 1.0;
+    if (wavelen > low_freq_wavelen) {
+      factor = scaling.factor;
+    } else if (wavelen >= high_freq_wavelen) {
+      const double smooth =
+          (static_cast<double>(scaling.original_context) / wavelen - scaling.low_freq_factor) /
+          (scaling.high_freq_factor - scaling.low_freq_factor);
+      factor = 1.0 / ((1.0 - smooth) / scaling.factor + smooth);
+    }
+    factors.push_back(static_cast<float>(factor));
+  }
+  return factors;
 }
 
 }  // namespace trellis

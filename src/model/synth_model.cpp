@@ -1,6 +1,7 @@
 #include "model/synth_model.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <numbers>
 #include <thread>
@@ -9,6 +10,8 @@
 #include "base/progress_bar.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
+#include "model/architecture.h"
+#include "model/synth_layout.h"
 #include "model/synth_vocab.h"
 #include "quant/quant.h"
 
@@ -16,15 +19,6 @@ namespace trellis {
 namespace {
 
 constexpr float kWeightStddev = 0.02f;
-
-enum class Fill { ONES, NORMAL };
-
-struct SynthTensor {
-  std::string name;
-  DType type;
-  std::vector<int64_t> shape;  // shape[0] is the row length
-  Fill fill;
-};
 
 // splitmix64: a tiny, well-mixed generator; one independent stream per (tensor, row).
 struct SplitMix64 {
@@ -54,36 +48,6 @@ uint64_t row_seed(uint64_t seed, size_t tensor_index, int64_t row) {
   SplitMix64 mix{seed ^ (static_cast<uint64_t>(tensor_index) << 40) ^ static_cast<uint64_t>(row)};
   mix.next();
   return mix.next();
-}
-
-DType weight_type(DType requested, int64_t row_length) {
-  return row_bytes(requested, row_length).has_value() ? requested : DType::F16;
-}
-
-std::vector<SynthTensor> tensor_list(const ModelHParams& hp, DType type) {
-  auto matrix = [&](std::string name, int64_t cols, int64_t rows) {
-    return SynthTensor{std::move(name), weight_type(type, cols), {cols, rows}, Fill::NORMAL};
-  };
-  auto norm = [&](std::string name) {
-    return SynthTensor{std::move(name), DType::F32, {hp.n_embd}, Fill::ONES};
-  };
-  std::vector<SynthTensor> list;
-  list.push_back(matrix("token_embd.weight", hp.n_embd, hp.n_vocab));
-  for (int64_t layer = 0; layer < hp.n_layer; ++layer) {
-    std::string p = "blk." + std::to_string(layer) + ".";
-    list.push_back(norm(p + "attn_norm.weight"));
-    list.push_back(matrix(p + "attn_q.weight", hp.n_embd, hp.n_embd));
-    list.push_back(matrix(p + "attn_k.weight", hp.n_embd, hp.n_embd_kv()));
-    list.push_back(matrix(p + "attn_v.weight", hp.n_embd, hp.n_embd_kv()));
-    list.push_back(matrix(p + "attn_output.weight", hp.n_embd, hp.n_embd));
-    list.push_back(norm(p + "ffn_norm.weight"));
-    list.push_back(matrix(p + "ffn_gate.weight", hp.n_embd, hp.n_ff));
-    list.push_back(matrix(p + "ffn_up.weight", hp.n_embd, hp.n_ff));
-    list.push_back(matrix(p + "ffn_down.weight", hp.n_ff, hp.n_embd));
-  }
-  list.push_back(norm("output_norm.weight"));
-  list.push_back(matrix("output.weight", hp.n_embd, hp.n_vocab));
-  return list;
 }
 
 // llama.cpp's general.file_type codes for the "mostly" type of a file.
@@ -117,33 +81,34 @@ void set_vocab_metadata(GgufWriter& writer, const Vocab& vocab) {
   writer.set("tokenizer.ggml.add_eos_token", GgufValue{vocab.add_eos});
 }
 
-Status set_metadata(GgufWriter& writer, const SynthOptions& options, ModelHParams& hp) {
-  writer.set("general.architecture", GgufValue{std::string("llama")});
-  writer.set("general.name", GgufValue{"trellis-synth-" + options.preset.name});
+// general.name: "trellis-synth-PRESET", except that a name containing "phi3" or "phi-3" becomes
+// "trellis-synth-random": llama.cpp applies a Phi-3 vocab fix-up to such names, which needs an
+// <|endoftext|> token that the synthetic vocab lacks, and would then refuse the file.
+std::string general_name(const std::string& preset_name) {
+  std::string lower = preset_name;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const bool phi3 =
+      lower.find("phi3") != std::string::npos || lower.find("phi-3") != std::string::npos;
+  return "trellis-synth-" + (phi3 ? std::string("random") : preset_name);
+}
+
+// Writes the general.*, tokenizer.* and ARCH.* keys. The vocab size becomes that of the copied
+// tokenizer when options.vocab_from is set.
+Status set_metadata(GgufWriter& writer, const SynthOptions& options, ModelPreset& preset) {
+  writer.set("general.name", GgufValue{general_name(preset.name)});
   writer.set("general.file_type", GgufValue{file_type_code(options.type)});
   writer.set("general.quantization_version", GgufValue{uint32_t{2}});
   if (options.vocab_from.empty()) {
-    set_vocab_metadata(writer, make_synth_vocab(static_cast<int32_t>(hp.n_vocab)));
+    set_vocab_metadata(writer, make_synth_vocab(static_cast<int32_t>(preset.hparams.n_vocab)));
   } else {
     Result<GgufFile> source = GgufFile::open(options.vocab_from);
     if (!source.ok()) return source.error();
     Result<const GgufArray*> tokens = source->get_array("tokenizer.ggml.tokens");
     if (!tokens.ok()) return tokens.error();
-    hp.n_vocab = static_cast<int64_t>((*tokens)->items.size());
+    preset.hparams.n_vocab = static_cast<int64_t>((*tokens)->items.size());
     writer.copy_metadata(*source, "tokenizer.");
   }
-  auto u32 = [](int64_t v) { return GgufValue{static_cast<uint32_t>(v)}; };
-  writer.set("llama.vocab_size", u32(hp.n_vocab));
-  writer.set("llama.context_length", u32(hp.n_ctx_train));
-  writer.set("llama.embedding_length", u32(hp.n_embd));
-  writer.set("llama.block_count", u32(hp.n_layer));
-  writer.set("llama.feed_forward_length", u32(hp.n_ff));
-  writer.set("llama.rope.dimension_count", u32(hp.n_rot));
-  writer.set("llama.attention.head_count", u32(hp.n_head));
-  writer.set("llama.attention.head_count_kv", u32(hp.n_head_kv));
-  writer.set("llama.attention.layer_norm_rms_epsilon",
-             GgufValue{static_cast<float>(hp.rms_norm_eps)});
-  writer.set("llama.rope.freq_base", GgufValue{static_cast<float>(hp.rope_freq_base)});
+  set_arch_metadata(writer, preset);
   return {};
 }
 
@@ -154,8 +119,10 @@ void encode_rows(const SynthTensor& t, size_t tensor_index, uint64_t seed, int64
   const uint64_t stride = *row_bytes(t.type, cols);
   scratch.resize(static_cast<size_t>(cols));
   for (int64_t row = row_begin; row < row_end; ++row) {
-    if (t.fill == Fill::ONES) {
+    if (t.fill == SynthFill::ONES) {
       std::fill(scratch.begin(), scratch.end(), 1.0f);
+    } else if (t.fill == SynthFill::VALUES) {
+      std::copy(t.values.begin(), t.values.end(), scratch.begin());
     } else {
       fill_normal(scratch.data(), cols, row_seed(seed, tensor_index, row));
     }
@@ -175,10 +142,13 @@ Status synthesize_model(const SynthOptions& options) {
     return Error{"model synth: type " + std::string(dtype_name(options.type)) +
                  " is not supported (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1)"};
   }
-  ModelHParams hp = options.preset.hparams;
+  if (find_architecture(options.preset.hparams.arch) == nullptr) {
+    return Error{"model synth: unsupported architecture '" + options.preset.hparams.arch + "'"};
+  }
+  ModelPreset preset = options.preset;
   GgufWriter writer;
-  TRELLIS_TRY(set_metadata(writer, options, hp));
-  std::vector<SynthTensor> tensors = tensor_list(hp, options.type);
+  TRELLIS_TRY(set_metadata(writer, options, preset));
+  std::vector<SynthTensor> tensors = synth_tensor_list(preset, options.type);
   uint64_t total_bytes = 0;
   for (const SynthTensor& t : tensors) {
     Result<uint64_t> size = writer.add_tensor(t.name, t.type, t.shape);

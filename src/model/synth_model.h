@@ -1,4 +1,5 @@
-// Writes a Llama-architecture GGUF with deterministic random weights, streamed to disk.
+// Writes a GGUF of any supported family (the preset's hparams.arch, see model_presets.h) with
+// deterministic random weights, streamed to disk.
 #pragma once
 
 #include <cstdint>
@@ -24,8 +25,10 @@ struct SynthOptions {
 // q4_1, q5_0, q5_1).
 bool is_synth_type(DType type);
 
-// Weights are N(0, 0.02²) per element, norms 1.0; the same seed gives byte-identical files
-// whatever the thread count. Matrices whose rows do not fit the type's block size fall back to f16.
+// Writes the family's keys and exactly the tensors it needs (model/synth_layout.h). Weights and
+// biases are N(0, 0.02²) per element, norms 1.0, rope_freqs Llama 3's factors; the same seed
+// gives byte-identical files whatever the thread count. Matrices whose rows do not fit the type's
+// block size fall back to f16.
 Status synthesize_model(const SynthOptions& options);
 
 }  // namespace trellis

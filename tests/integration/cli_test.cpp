@@ -37,6 +37,17 @@ class CliTest : public ::testing::Test {
 };
 std::string CliTest::model_;
 
+TEST_F(CliTest, SynthArchWritesThatFamily) {
+  const std::string path = testing::temp_dir() + "/cli-tiny-qwen3.gguf";
+  CommandResult synth = run_cli("model synth --preset tiny --arch qwen3 --type q8_0 -o " + path);
+  ASSERT_EQ(synth.exit_code, 0) << synth.output;
+  nlohmann::json info = nlohmann::json::parse(stdout_only("model info --json " + path));
+  EXPECT_EQ(info["architecture"], "qwen3");
+  EXPECT_EQ(info["hyperparameters"]["attention.key_length"], 64);
+  CommandResult run = run_cli("generate -m " + path + " -p hello -n 3");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+}
+
 TEST_F(CliTest, ModelInfoTextAndJson) {
   CommandResult text = run_cli("model info " + model_);
   ASSERT_EQ(text.exit_code, 0) << text.output;
@@ -131,6 +142,9 @@ TEST_F(CliTest, BadInputGivesClearErrors) {
   CommandResult type = run_cli("model synth --type q6_k -o /tmp/x.gguf");
   EXPECT_EQ(type.exit_code, 1);
   EXPECT_NE(type.output.find("unsupported type"), std::string::npos);
+  CommandResult arch = run_cli("model synth --arch gpt2 -o /tmp/x.gguf");
+  EXPECT_EQ(arch.exit_code, 1);
+  EXPECT_NE(arch.output.find("unknown architecture 'gpt2'"), std::string::npos) << arch.output;
 
   CommandResult out_of_range = run_cli("detokenize -m " + model_ + " 5 99999");
   EXPECT_EQ(out_of_range.exit_code, 1);

@@ -1,0 +1,45 @@
+// What a synthesized GGUF holds for each model family: its architecture keys (ARCH.*) and the
+// list of tensors with shapes, types and how each is filled. The family's needs come from
+// model/architecture.h, the same description the loader (model.cpp) binds against, so a file
+// written from this list has exactly the tensors Model::load requires.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/model_presets.h"
+#include "tensor/dtype.h"
+
+namespace trellis {
+
+class GgufWriter;
+
+enum class SynthFill {
+  ONES,    // norm weights
+  NORMAL,  // matrices and biases: N(0, σ²) per element, from the tensor's and row's seed
+  VALUES,  // a single row given in SynthTensor::values (rope_freqs)
+};
+
+struct SynthTensor {
+  std::string name;
+  DType type;
+  std::vector<int64_t> shape;  // shape[0] is the row length
+  SynthFill fill;
+  std::vector<float> values;  // the row when fill is VALUES; shape[0] elements
+};
+
+// The tensors of `preset`'s family in file order: token_embd, the layers (blk.N.*), output_norm,
+// output (unless tied), then rope_freqs (llama3 scaling only). Matrices are `type`, or f16 when
+// their rows do not fit `type`'s block size; norms, biases and rope_freqs are f32.
+// Precondition: preset.hparams.arch is a supported architecture.
+std::vector<SynthTensor> synth_tensor_list(const ModelPreset& preset, DType type);
+
+// Writes general.architecture and every ARCH.* hyperparameter key of `preset` that its family's
+// readers (ours and llama.cpp's) use: sizes, heads, eps, rope base and dimension count;
+// attention.key_length/value_length when the head size is not n_embd / n_head; rope.scaling.*
+// (linear) when rope_freq_scale is not 1; for families with a sliding window the window, its
+// layer pattern and rope.freq_base_swa.
+void set_arch_metadata(GgufWriter& writer, const ModelPreset& preset);
+
+}  // namespace trellis
