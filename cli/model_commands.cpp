@@ -56,14 +56,17 @@ int run_synth(const SynthArgs& args) {
     }
     *preset = std::move(recast).value();
   }
-  std::optional<DType> type = dtype_from_name(args.type);
+  const std::optional<QuantMix> mix = parse_quant_mix(args.type);
+  std::optional<DType> type = mix ? quant_mix_base(*mix) : dtype_from_name(args.type);
   if (!type || !is_synth_type(*type)) {
     std::fprintf(stderr,
-                 "error: unsupported type '%s' (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1)\n",
+                 "error: unsupported type '%s' (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, "
+                 "q2_k, q3_k, q4_k, q5_k, q6_k, q4_k_m, q5_k_m)\n",
                  args.type.c_str());
     return 1;
   }
-  SynthOptions options{*preset, *type, args.seed, args.vocab_from, args.output, args.threads, true};
+  SynthOptions options{*preset,     *type,        args.seed, args.vocab_from,
+                       args.output, args.threads, true,      mix};
   Status status = synthesize_model(options);
   if (!status.ok()) {
     std::fprintf(stderr, "error: %s\n", status.error().message.c_str());

@@ -59,8 +59,26 @@ uint32_t file_type_code(DType type) {
       return 1;
     case DType::Q4_0:
       return 2;
+    case DType::Q4_1:
+      return 3;
     case DType::Q8_0:
       return 7;
+    case DType::Q5_0:
+      return 8;
+    case DType::Q5_1:
+      return 9;
+    case DType::Q2_K:
+      return 10;
+    case DType::Q3_K:
+      return 11;  // MOSTLY_Q3_K_S: every matrix Q3_K
+    case DType::Q4_K:
+      return 14;  // MOSTLY_Q4_K_S
+    case DType::Q5_K:
+      return 16;  // MOSTLY_Q5_K_S
+    case DType::Q6_K:
+      return 18;
+    case DType::BF16:
+      return 32;
     default:
       return 0;
   }
@@ -96,7 +114,8 @@ std::string general_name(const std::string& preset_name) {
 // tokenizer when options.vocab_from is set.
 Status set_metadata(GgufWriter& writer, const SynthOptions& options, ModelPreset& preset) {
   writer.set("general.name", GgufValue{general_name(preset.name)});
-  writer.set("general.file_type", GgufValue{file_type_code(options.type)});
+  writer.set("general.file_type", GgufValue{options.mix ? quant_mix_file_type(*options.mix)
+                                                        : file_type_code(options.type)});
   writer.set("general.quantization_version", GgufValue{uint32_t{2}});
   if (options.vocab_from.empty()) {
     set_vocab_metadata(writer, make_synth_vocab(static_cast<int32_t>(preset.hparams.n_vocab)));
@@ -140,7 +159,8 @@ bool is_synth_type(DType type) {
 Status synthesize_model(const SynthOptions& options) {
   if (!is_synth_type(options.type)) {
     return Error{"model synth: type " + std::string(dtype_name(options.type)) +
-                 " is not supported (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1)"};
+                 " is not supported (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, "
+                 "q4_k, q5_k, q6_k, q4_k_m, q5_k_m)"};
   }
   if (find_architecture(options.preset.hparams.arch) == nullptr) {
     return Error{"model synth: unsupported architecture '" + options.preset.hparams.arch + "'"};
@@ -149,6 +169,14 @@ Status synthesize_model(const SynthOptions& options) {
   GgufWriter writer;
   TRELLIS_TRY(set_metadata(writer, options, preset));
   std::vector<SynthTensor> tensors = synth_tensor_list(preset, options.type);
+  if (options.mix) {
+    for (SynthTensor& t : tensors) {
+      if (t.shape.size() == 2) {
+        t.type = quant_mix_type(*options.mix, t.name, t.shape[0], preset.hparams.n_layer,
+                                preset.tied_output);
+      }
+    }
+  }
   uint64_t total_bytes = 0;
   for (const SynthTensor& t : tensors) {
     Result<uint64_t> size = writer.add_tensor(t.name, t.type, t.shape);

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "base/result.h"
 #include "model/model_presets.h"
+#include "model/quant_mix.h"
 #include "tensor/dtype.h"
 
 namespace trellis {
@@ -19,10 +21,13 @@ struct SynthOptions {
   std::string output_path;
   int n_threads = 0;  // 0: all cores
   bool show_progress = true;
+  // A llama.cpp-style mix instead of one type (model/quant_mix.h): each matrix gets the mix's
+  // type for it (`type` must then be the mix's base).
+  std::optional<QuantMix> mix = std::nullopt;
 };
 
 // Weight types synthesis supports: those quantize_row can write (f32, f16, bf16, q8_0, q4_0,
-// q4_1, q5_0, q5_1).
+// q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K).
 bool is_synth_type(DType type);
 
 // Writes the family's keys and exactly the tensors it needs (model/synth_layout.h). Weights and

@@ -124,7 +124,7 @@ TEST(SynthModel, VocabFromCopiesTheTokenizer) {
 }
 
 TEST(SynthModel, RejectsUnsupportedTypeAndUnwritablePath) {
-  SynthOptions options{*find_model_preset("tiny"),      DType::Q6_K, 0,    "",
+  SynthOptions options{*find_model_preset("tiny"),      DType::I32, 0,    "",
                        testing::temp_dir() + "/x.gguf", 1,           false};
   EXPECT_FALSE(synthesize_model(options).ok());
   options.type = DType::Q4_0;

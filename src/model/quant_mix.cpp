@@ -1,0 +1,66 @@
+#include "model/quant_mix.h"
+
+#include <cctype>
+#include <charconv>
+#include <string>
+
+namespace trellis {
+namespace {
+
+bool use_more_bits(int64_t layer, int64_t n_layer) {
+  return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
+}
+
+// N of a name "blk.N.*"; nullopt outside the layers.
+std::optional<int64_t> layer_of(std::string_view name) {
+  constexpr std::string_view kPrefix = "blk.";
+  if (!name.starts_with(kPrefix)) return std::nullopt;
+  int64_t layer = 0;
+  const char* begin = name.data() + kPrefix.size();
+  const auto [end, error] = std::from_chars(begin, name.data() + name.size(), layer);
+  if (error != std::errc() || end == begin) return std::nullopt;
+  return layer;
+}
+
+// The type llama.cpp uses instead when rows cannot hold 256-value K blocks.
+DType fallback(DType type) {
+  switch (type) {
+    case DType::Q4_K:
+      return DType::Q5_0;
+    case DType::Q5_K:
+      return DType::Q5_1;
+    default:
+      return DType::Q8_0;
+  }
+}
+
+}  // namespace
+
+std::optional<QuantMix> parse_quant_mix(std::string_view name) {
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "q4_k_m") return QuantMix::Q4_K_M;
+  if (lower == "q5_k_m") return QuantMix::Q5_K_M;
+  return std::nullopt;
+}
+
+DType quant_mix_base(QuantMix mix) {
+  return mix == QuantMix::Q4_K_M ? DType::Q4_K : DType::Q5_K;
+}
+
+uint32_t quant_mix_file_type(QuantMix mix) {
+  return mix == QuantMix::Q4_K_M ? 15 : 17;
+}
+
+DType quant_mix_type(QuantMix mix, std::string_view name, int64_t row_length, int64_t n_layer,
+                     bool tied_output) {
+  DType type = quant_mix_base(mix);
+  const bool is_output = name == "output.weight" || (tied_output && name == "token_embd.weight");
+  const std::optional<int64_t> layer = layer_of(name);
+  const bool sensitive = name.ends_with(".attn_v.weight") || name.ends_with(".attn_qkv.weight") ||
+                         name.ends_with(".ffn_down.weight");
+  if (is_output || (layer && sensitive && use_more_bits(*layer, n_layer))) type = DType::Q6_K;
+  return row_length % 256 == 0 ? type : fallback(type);
+}
+
+}  // namespace trellis
