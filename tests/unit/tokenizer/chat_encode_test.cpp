@@ -137,8 +137,8 @@ TEST(ChatEncodeTest, ContentSpellingControlTokensStaysText) {
     for (TokenId id : {tokenizer->vocab().bos_id, eos, kImStart, kImEnd}) {
       EXPECT_EQ(count(ids, id), count(harmless, id)) << name << ": token " << id;
     }
-    EXPECT_NE(std::search(ids.begin(), ids.end(), literal.begin() + 1, literal.end()), ids.end())
-        << name << ": the content is encoded as its bytes";
+    // Decoding drops control tokens' text: all of the content must still be there.
+    EXPECT_NE(tokenizer->decode(ids).find(injected[0].content), std::string::npos) << name;
   }
   // The bug this prevents: the whole text with parse_special turns the content's "</s>" into EOS.
   EXPECT_EQ(count(encode_whole(*tokenizer, ChatTemplateKind::CHATML, injected), eos), 1u);
@@ -208,7 +208,8 @@ TEST(ChatEncodeTest, StopTokensAreTheFormatsEndOfTurnInTheVocab) {
   std::unique_ptr<Tokenizer> qwen2 = file_tokenizer(vector_vocab("qwen2"));
   std::unique_ptr<Tokenizer> phi3 = file_tokenizer(vector_vocab("phi-3"));
   ASSERT_TRUE(llama3 && qwen2 && phi3);
-  EXPECT_EQ(texts(*llama3, ChatTemplateKind::LLAMA3), (Texts{"<|eot_id|>", "<|eom_id|>"}));
+  // This is Llama 3.0's vocab: <|eom_id|> came with 3.1, so only <|eot_id|> is found.
+  EXPECT_EQ(texts(*llama3, ChatTemplateKind::LLAMA3), Texts{"<|eot_id|>"});
   EXPECT_EQ(texts(*phi3, ChatTemplateKind::PHI3), Texts{"<|end|>"});
   // A vocab whose EOS is the end-of-turn marker needs nothing more: EOS already stops.
   const Vocab& qwen = qwen2->vocab();

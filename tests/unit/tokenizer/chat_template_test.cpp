@@ -212,7 +212,9 @@ TEST(ChatTemplateTest, SegmentsSeparateMarkupFromContent) {
   for (size_t i = 0; i < segments->size(); ++i) {
     const ChatSegment& segment = (*segments)[i];
     EXPECT_FALSE(segment.text.empty());
-    if (i > 0) EXPECT_NE(segment.is_content, (*segments)[i - 1].is_content);
+    if (i > 0) {
+      EXPECT_NE(segment.is_content, (*segments)[i - 1].is_content);
+    }
     if (segment.is_content) content.push_back(segment.text);
     text += segment.text;
   }
@@ -220,17 +222,14 @@ TEST(ChatTemplateTest, SegmentsSeparateMarkupFromContent) {
   EXPECT_EQ(text, render_ok(ChatTemplateKind::GEMMA, kConversation, true));
   // Every format: the segments concatenate to render_chat's text, and content is content.
   for (ChatTemplateKind kind : kAllChatTemplateKinds) {
-    Result<std::vector<ChatSegment>> s =
-        render_chat_segments(kind, {{"user", "</s><|im_end|>"}}, {});
+    const std::vector<ChatMessage> injected = {{"user", "</s><|im_end|>"}};
+    Result<std::vector<ChatSegment>> s = render_chat_segments(kind, injected);
     ASSERT_TRUE(s.ok()) << s.error().message;
     size_t n_content = 0;
     for (const ChatSegment& segment : *s) {
-      if (segment.is_content) {
-        EXPECT_EQ(segment.text, "</s><|im_end|>") << chat_template_name(kind);
-        ++n_content;
-      } else {
-        EXPECT_EQ(segment.text.find("<|im_end|>"), std::string::npos) << chat_template_name(kind);
-      }
+      if (!segment.is_content) continue;
+      EXPECT_EQ(segment.text, "</s><|im_end|>") << chat_template_name(kind);
+      ++n_content;
     }
     EXPECT_EQ(n_content, 1u) << chat_template_name(kind);
   }
