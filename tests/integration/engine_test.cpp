@@ -390,15 +390,16 @@ TEST(EngineTest, RequestStopTokensEndGenerationLikeEos) {
   const TokenId eos = engine->tokenizer().vocab().eos_id;
   const auto first = std::find_if(free_run->tokens.begin(), free_run->tokens.end(),
                                   [&](TokenId id) { return id == stop || id == eos; });
-  const auto n_until_stop = static_cast<int32_t>(first - free_run->tokens.begin()) + 1;
+  const auto n_before_stop = static_cast<int32_t>(first - free_run->tokens.begin());
   request.stop_token_ids = {stop};
   request.ignore_eos = false;
   Result<RequestOutput> stopped = engine->run(request);
   ASSERT_TRUE(stopped.ok()) << stopped.error().message;
   EXPECT_EQ(stopped->finish_reason, FinishReason::STOP);
-  EXPECT_EQ(stopped->tokens, Tokens(free_run->tokens.begin(), first + 1));
+  // As with EOS, the stop token itself is not part of the output.
+  EXPECT_EQ(stopped->tokens, Tokens(free_run->tokens.begin(), first));
   // Its text is that of the tokens before the stop token (whose own text is never emitted).
-  Result<RequestOutput> before = engine->run(greedy(Tokens{5, 17, 42}, n_until_stop - 1));
+  Result<RequestOutput> before = engine->run(greedy(Tokens{5, 17, 42}, n_before_stop));
   ASSERT_TRUE(before.ok()) << before.error().message;
   EXPECT_EQ(stopped->text, before->text);
   // ignore_eos ignores them too.
