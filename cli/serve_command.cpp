@@ -144,7 +144,8 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                   "none: all clients share the prefix cache; key: one cache namespace per API key")
       ->capture_default_str();
   cmd->add_option("--chat-template", args->chat_template,
-                  "Chat format: llama2, zephyr, chatml, llama3, mistral (default: from the model)");
+                  "Chat format: llama2, zephyr, chatml, llama3, mistral, gemma, phi3, qwen3 "
+                  "(default: from the model)");
   cmd->add_option("--max-body", args->max_body, "Largest request body (B, KiB, MiB)")
       ->capture_default_str();
   cmd->add_option("--max-queue", args->max_queue,

@@ -6,6 +6,29 @@
 #include <filesystem>
 
 namespace trellis::testing {
+
+void add_token(Vocab& vocab, const std::string& text, TokenType type, float score) {
+  vocab.tokens.push_back(text);
+  vocab.types.push_back(type);
+  vocab.scores.push_back(score);
+}
+
+Vocab byte_fallback_vocab() {
+  Vocab vocab;
+  vocab.kind = TokenizerKind::SPM;
+  vocab.model = "llama";
+  add_token(vocab, "<unk>", TokenType::UNKNOWN);
+  add_token(vocab, "<s>", TokenType::CONTROL);
+  add_token(vocab, "</s>", TokenType::CONTROL);
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  for (int b = 0; b < 256; ++b) {
+    add_token(vocab, std::string("<0x") + kHex[b >> 4] + kHex[b & 15] + ">", TokenType::BYTE);
+  }
+  vocab.unk_id = 0;
+  vocab.bos_id = 1;
+  vocab.eos_id = 2;
+  return vocab;
+}
 namespace fs = std::filesystem;
 
 std::string shared_dir() {

@@ -3,7 +3,15 @@
 
 #include <string>
 
+#include "tokenizer/vocab.h"
+
 namespace trellis::testing {
+
+// A SentencePiece vocab in which every text can be encoded: <unk> 0 (UNK), <s> 1 (BOS), </s> 2
+// (EOS, both CONTROL), then the byte tokens <0x00>..<0xFF> at 3..258. add_bos and
+// add_space_prefix are left false. Tests append their own tokens with add_token.
+Vocab byte_fallback_vocab();
+void add_token(Vocab& vocab, const std::string& text, TokenType type, float score = 0.0f);
 
 // The ../shared folder beside the checkout (models, tokenizer vectors, reference outputs).
 std::string shared_dir();

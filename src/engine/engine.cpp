@@ -148,6 +148,10 @@ Status Engine::check_request(const EngineRequest& request) const {
     if (id < 0 || id >= n_vocab_)
       return Error{"token id " + std::to_string(id) + " is outside the vocab"};
   }
+  for (TokenId id : request.stop_token_ids) {
+    if (id < 0 || id >= n_vocab_)
+      return Error{"stop token id " + std::to_string(id) + " is outside the vocab"};
+  }
   if (request.max_tokens < 0) return Error{"max_tokens must not be negative"};
   return request.sampling.validate();
 }
@@ -158,6 +162,10 @@ Result<std::shared_ptr<Engine::Request>> Engine::make_request(
   auto r = std::make_shared<Request>();
   const TokenId eos = tokenizer_->vocab().eos_id;
   if (!params.ignore_eos && eos != kNoToken) r->condition.stop_token_ids.push_back(eos);
+  if (!params.ignore_eos) {
+    r->condition.stop_token_ids.insert(r->condition.stop_token_ids.end(),
+                                       params.stop_token_ids.begin(), params.stop_token_ids.end());
+  }
   // max_tokens 0 (a warm-up) never samples, so the stop condition need not know it.
   if (params.max_tokens > 0) r->condition.max_tokens = params.max_tokens;
   r->condition.stop_strings = params.stop;

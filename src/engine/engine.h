@@ -59,6 +59,9 @@ struct EngineRequest {
   int32_t max_tokens = 128;       // 0: only cache the prompt (see Engine::warm)
   std::vector<std::string> stop;  // stop strings: generation ends before the first one
   bool ignore_eos = false;
+  // More tokens that end generation like EOS (say a chat format's end of turn): finish reason
+  // STOP, their text never emitted. Ignored with ignore_eos. Each must be inside the vocab.
+  std::vector<TokenId> stop_token_ids;
   std::string cache_namespace;  // prefixes are shared only inside a namespace
   bool return_logits = false;   // keep the logits each token was sampled from
   // Keep the logits of every prompt position (RequestOutput::prompt_logits). The whole prompt is

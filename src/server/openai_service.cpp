@@ -98,6 +98,8 @@ OpenAiService::OpenAiService(Engine& engine, ServerConfig config)
       chat_template_error_ = detected.error().message;
     }
   }
+  if (chat_template_)
+    chat_stop_tokens_ = chat_stop_tokens(engine_.tokenizer().vocab(), *chat_template_);
   std::random_device device;
   seed_base_ = (static_cast<uint64_t>(device()) << 32) ^ device();
 }
@@ -205,20 +207,11 @@ ApiResult<std::vector<TokenId>> OpenAiService::render_chat_prompt(
   }
   std::vector<ChatMessage> messages;
   for (const ChatRequestMessage& m : req.messages) messages.push_back({m.role, m.content});
-  const Vocab& vocab = engine_.tokenizer().vocab();
-  ChatRenderOptions options;
-  if (vocab.bos_id != kNoToken)
-    options.bos_token = engine_.tokenizer().token_to_piece(vocab.bos_id, true);
-  if (vocab.eos_id != kNoToken)
-    options.eos_token = engine_.tokenizer().token_to_piece(vocab.eos_id, true);
-  Result<std::string> text = render_chat(*chat_template_, messages, options);
-  if (!text.ok()) return invalid_request_error(text.error().message, "messages");
-  // The formats that spell BOS in the text must not get a second one from the tokenizer.
-  const bool add_special = !text_has_bos(*chat_template_);
-  std::vector<TokenId> tokens =
-      engine_.tokenizer().encode(*text, add_special, /*parse_special=*/true);
-  if (tokens.empty()) return invalid_request_error("the messages render to no tokens", "messages");
-  return tokens;
+  // Content is tokenized as plain text: only the template writes control tokens.
+  Result<std::vector<TokenId>> tokens = encode_chat(engine_.tokenizer(), *chat_template_, messages);
+  if (!tokens.ok()) return invalid_request_error(tokens.error().message, "messages");
+  if (tokens->empty()) return invalid_request_error("the messages render to no tokens", "messages");
+  return std::move(tokens).value();
 }
 
 ApiResult<OpenAiService::Generation> OpenAiService::prepare_chat(std::string_view body,
@@ -231,9 +224,13 @@ ApiResult<OpenAiService::Generation> OpenAiService::prepare_chat(std::string_vie
   ApiResult<std::vector<TokenId>> prompt = render_chat_prompt(req);
   if (!prompt.ok()) return prompt.error();
   // A chat reply may run to the end of the context unless the client says otherwise.
-  return make_generation(req, std::move(prompt).value(),
-                         req.logprobs ? std::optional<int32_t>(req.top_logprobs) : std::nullopt,
-                         engine_.n_ctx(), api_key);
+  ApiResult<Generation> g =
+      make_generation(req, std::move(prompt).value(),
+                      req.logprobs ? std::optional<int32_t>(req.top_logprobs) : std::nullopt,
+                      engine_.n_ctx(), api_key);
+  // The reply ends with the model's turn, at the format's end-of-turn token as at EOS.
+  if (g.ok()) g->request.stop_token_ids = chat_stop_tokens_;
+  return g;
 }
 
 ApiResponse OpenAiService::completions(std::string_view body, std::string_view api_key) {

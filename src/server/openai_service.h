@@ -94,7 +94,8 @@ class OpenAiService {
   ServerConfig config_;
   ProtocolLimits limits_;
   std::optional<ChatTemplateKind> chat_template_;
-  std::string chat_template_error_;  // why there is none
+  std::vector<TokenId> chat_stop_tokens_;  // the template's end-of-turn tokens in this vocab
+  std::string chat_template_error_;        // why there is none
   ServerMetrics metrics_;
   std::atomic<int32_t> in_flight_{0};
   std::atomic<bool> shutting_down_{false};

@@ -57,24 +57,6 @@ class BpeTokenizer final : public Tokenizer {
     return ok_status();
   }
 
-  std::vector<TokenId> encode(std::string_view text, bool add_special,
-                              bool parse_special) const override {
-    std::vector<TokenId> out;
-    out.reserve(text.size() / 3 + 2);
-    if (add_special && vocab_.add_bos && vocab_.bos_id != kNoToken) out.push_back(vocab_.bos_id);
-    for (const SpecialTokenSplitter::Fragment& fragment : special_.split(text, parse_special)) {
-      if (fragment.token != kNoToken) {
-        out.push_back(fragment.token);
-        continue;
-      }
-      for (std::string_view piece : pre_tokenizer_->split(fragment.text)) {
-        model_->encode_piece(piece, out);
-      }
-    }
-    if (add_special && vocab_.add_eos && vocab_.eos_id != kNoToken) out.push_back(vocab_.eos_id);
-    return out;
-  }
-
   std::string token_to_piece(TokenId id, bool render_special) const override {
     if (id < 0 || id >= vocab_.size()) return {};
     const std::string& text = vocab_.tokens[static_cast<size_t>(id)];
@@ -101,6 +83,35 @@ class BpeTokenizer final : public Tokenizer {
     // A normal token's text is byte-mapped; one that is not (malformed vocab) is shown as is.
     std::optional<std::string> bytes = unicode_to_bytes(text);
     return bytes ? std::move(*bytes) : text;
+  }
+
+ protected:
+  std::vector<Fragment> split_special(std::string_view text, bool parse_special) const override {
+    std::vector<Fragment> out;
+    for (const SpecialTokenSplitter::Fragment& piece : special_.split(text, parse_special)) {
+      out.push_back(
+          {piece.token, static_cast<size_t>(piece.text.data() - text.data()), piece.text.size()});
+    }
+    return out;
+  }
+
+  std::vector<TokenId> encode_fragments(std::string_view text, std::span<const Fragment> fragments,
+                                        bool add_special) const override {
+    std::vector<TokenId> out;
+    out.reserve(text.size() / 3 + 2);
+    if (add_special && vocab_.add_bos && vocab_.bos_id != kNoToken) out.push_back(vocab_.bos_id);
+    for (const Fragment& fragment : fragments) {
+      if (fragment.token != kNoToken) {
+        out.push_back(fragment.token);
+        continue;
+      }
+      for (std::string_view piece :
+           pre_tokenizer_->split(text.substr(fragment.offset, fragment.length))) {
+        model_->encode_piece(piece, out);
+      }
+    }
+    if (add_special && vocab_.add_eos && vocab_.eos_id != kNoToken) out.push_back(vocab_.eos_id);
+    return out;
   }
 
  private:

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "gguf/gguf_file.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/vocab.h"
 
 namespace trellis {
 namespace {
@@ -87,6 +89,26 @@ Result<size_t> check_alternation(ChatTemplateKind kind, std::span<const Role> ro
   return first;
 }
 
+// Collects a rendering as segments; neighbouring pieces of the same kind merge, empty ones vanish.
+class SegmentWriter {
+ public:
+  SegmentWriter& markup(std::string_view text) { return add(text, false); }
+  SegmentWriter& content(std::string_view text) { return add(text, true); }
+  std::vector<ChatSegment> take() { return std::move(segments_); }
+
+ private:
+  SegmentWriter& add(std::string_view text, bool is_content) {
+    if (text.empty()) return *this;
+    if (!segments_.empty() && segments_.back().is_content == is_content) {
+      segments_.back().text += text;
+    } else {
+      segments_.push_back({std::string(text), is_content});
+    }
+    return *this;
+  }
+  std::vector<ChatSegment> segments_;
+};
+
 std::string bos_or_default(const ChatRenderOptions& options, std::string_view fallback) {
   return options.bos_token.empty() ? std::string(fallback) : options.bos_token;
 }
@@ -96,77 +118,111 @@ std::string eos_or_default(const ChatRenderOptions& options) {
 }
 
 // Precondition: check_alternation passed; `first` is its result.
-std::string render_llama2(std::span<const ChatMessage> messages, size_t first,
-                          const ChatRenderOptions& options) {
+void render_llama2(std::span<const ChatMessage> messages, size_t first,
+                   const ChatRenderOptions& options, SegmentWriter& out) {
   const std::string bos = bos_or_default(options, "<s>");
   const std::string eos = eos_or_default(options);
-  std::string out;
   for (size_t i = first; i < messages.size(); ++i) {
     const std::string& content = messages[i].content;
     if ((i - first) % 2 == 0) {  // user
-      out += bos + "[INST] ";
+      out.markup(bos + "[INST] ");
       // The system message has no turn of its own: it is folded into the first user turn.
       if (i == first && first == 1) {
-        out += "<<SYS>>\n" + messages[0].content + "\n<</SYS>>\n\n";
+        out.markup("<<SYS>>\n").content(messages[0].content).markup("\n<</SYS>>\n\n");
       }
-      out += content + " [/INST]";
+      out.content(content).markup(" [/INST]");
     } else {  // assistant
-      out += " " + content + " " + eos;
+      out.markup(" ").content(content).markup(" " + eos);
     }
   }
-  return out;
 }
 
 // Precondition: check_alternation passed; `first` is its result.
-std::string render_mistral(std::span<const ChatMessage> messages, size_t first,
-                           const ChatRenderOptions& options) {
+void render_mistral(std::span<const ChatMessage> messages, size_t first,
+                    const ChatRenderOptions& options, SegmentWriter& out) {
   const std::string eos = eos_or_default(options);
   // Unlike LLAMA2, BOS opens the whole conversation once, not every user turn.
-  std::string out = bos_or_default(options, "<s>");
+  out.markup(bos_or_default(options, "<s>"));
   for (size_t i = first; i < messages.size(); ++i) {
     const std::string& content = messages[i].content;
     if ((i - first) % 2 == 0) {  // user
-      out += "[INST] ";
-      if (i == first && first == 1) out += messages[0].content + "\n\n";
-      out += content + " [/INST]";
+      out.markup("[INST] ");
+      if (i == first && first == 1) out.content(messages[0].content).markup("\n\n");
+      out.content(content).markup(" [/INST]");
     } else {  // assistant
-      out += content + eos;
+      out.content(content).markup(eos);
     }
   }
-  return out;
 }
 
-std::string render_zephyr(std::span<const ChatMessage> messages, std::span<const Role> roles,
-                          const ChatRenderOptions& options) {
-  const std::string eos = eos_or_default(options);
-  std::string out;
-  for (size_t i = 0; i < messages.size(); ++i) {
-    out += "<|" + std::string(role_name(roles[i])) + "|>\n" + messages[i].content + eos + "\n";
+// Precondition: check_alternation passed; `first` is its result.
+void render_gemma(std::span<const ChatMessage> messages, size_t first,
+                  const ChatRenderOptions& options, SegmentWriter& out) {
+  for (size_t i = first; i < messages.size(); ++i) {
+    const bool user = (i - first) % 2 == 0;
+    out.markup(user ? "<start_of_turn>user\n" : "<start_of_turn>model\n");
+    // Gemma has no system role: its text opens the first user turn.
+    if (i == first && first == 1) out.content(messages[0].content).markup("\n\n");
+    out.content(messages[i].content).markup("<end_of_turn>\n");
   }
-  if (options.add_generation_prompt) out += "<|assistant|>\n";
-  return out;
+  if (options.add_generation_prompt) out.markup("<start_of_turn>model\n");
 }
 
-std::string render_chatml(std::span<const ChatMessage> messages, std::span<const Role> roles,
-                          const ChatRenderOptions& options) {
-  std::string out;
-  for (size_t i = 0; i < messages.size(); ++i) {
-    out += "<|im_start|>" + std::string(role_name(roles[i])) + "\n" + messages[i].content +
-           "<|im_end|>\n";
-  }
-  if (options.add_generation_prompt) out += "<|im_start|>assistant\n";
-  return out;
+// Every message as header + content + trailer (ZEPHYR, PHI3, CHATML, QWEN3, LLAMA3); `header`
+// gets the role's name.
+struct TurnLayout {
+  std::string_view header_open;
+  std::string_view header_close;
+  std::string trailer;
+  std::string_view generation_prompt;
+};
+
+// Qwen3 keeps an assistant turn's reasoning only after the last user message: earlier turns keep
+// the text after their last `</think>`, without the newlines that follow it.
+std::string_view without_reasoning(std::string_view content) {
+  const size_t end = content.rfind("</think>");
+  if (end == std::string_view::npos) return content;
+  std::string_view answer = content.substr(end + std::string_view("</think>").size());
+  while (!answer.empty() && answer.front() == '\n') answer.remove_prefix(1);
+  return answer;
 }
 
-std::string render_llama3(std::span<const ChatMessage> messages, std::span<const Role> roles,
-                          const ChatRenderOptions& options) {
-  std::string out = bos_or_default(options, "<|begin_of_text|>");
-  for (size_t i = 0; i < messages.size(); ++i) {
-    out += "<|start_header_id|>" + std::string(role_name(roles[i])) + "<|end_header_id|>\n\n" +
-           messages[i].content + "<|eot_id|>";
+void render_turns(std::span<const ChatMessage> messages, std::span<const Role> roles,
+                  const TurnLayout& layout, bool strip_old_reasoning,
+                  const ChatRenderOptions& options, SegmentWriter& out) {
+  size_t last_user = 0;
+  for (size_t i = 0; i < roles.size(); ++i) {
+    if (roles[i] == Role::USER) last_user = i;
   }
-  if (options.add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
-  return out;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    std::string_view content = messages[i].content;
+    if (strip_old_reasoning && roles[i] == Role::ASSISTANT && i < last_user) {
+      content = without_reasoning(content);
+    }
+    out.markup(std::string(layout.header_open) + std::string(role_name(roles[i])) +
+               std::string(layout.header_close));
+    out.content(content).markup(layout.trailer);
+  }
+  if (options.add_generation_prompt) out.markup(layout.generation_prompt);
+}
+
+TurnLayout turn_layout(ChatTemplateKind kind, const ChatRenderOptions& options) {
+  switch (kind) {
+    case ChatTemplateKind::ZEPHYR:
+      return {"<|", "|>\n", eos_or_default(options) + "\n", "<|assistant|>\n"};
+    case ChatTemplateKind::PHI3:
+      return {"<|", "|>\n", "<|end|>\n", "<|assistant|>\n"};
+    case ChatTemplateKind::LLAMA3:
+      return {"<|start_header_id|>", "<|end_header_id|>\n\n", "<|eot_id|>",
+              "<|start_header_id|>assistant<|end_header_id|>\n\n"};
+    case ChatTemplateKind::CHATML:
+    case ChatTemplateKind::QWEN3:
+    case ChatTemplateKind::LLAMA2:  // not a turn format; never asked for
+    case ChatTemplateKind::MISTRAL:
+    case ChatTemplateKind::GEMMA:
+      break;
+  }
+  return {"<|im_start|>", "\n", "<|im_end|>\n", "<|im_start|>assistant\n"};
 }
 
 }  // namespace
@@ -183,6 +239,12 @@ std::string_view chat_template_name(ChatTemplateKind kind) {
       return "llama3";
     case ChatTemplateKind::MISTRAL:
       return "mistral";
+    case ChatTemplateKind::GEMMA:
+      return "gemma";
+    case ChatTemplateKind::PHI3:
+      return "phi3";
+    case ChatTemplateKind::QWEN3:
+      return "qwen3";
   }
   return "?";
 }
@@ -202,6 +264,9 @@ bool text_has_bos(ChatTemplateKind kind) {
       return true;
     case ChatTemplateKind::ZEPHYR:
     case ChatTemplateKind::CHATML:
+    case ChatTemplateKind::GEMMA:
+    case ChatTemplateKind::PHI3:
+    case ChatTemplateKind::QWEN3:
       return false;
   }
   return false;
@@ -213,18 +278,15 @@ Result<ChatTemplateKind> detect_chat_template(std::string_view jinja_source) {
   }
   // The order matters where markers overlap: a ChatML or Llama-3 template may mention other
   // formats' markers in comments or branches, but its own delimiters decide how it renders.
-  if (contains(jinja_source, "<|im_start|>")) return ChatTemplateKind::CHATML;
+  if (contains(jinja_source, "<|im_start|>")) {
+    // Qwen3 is ChatML with reasoning between <think> tags; Qwen2.5's template has no such tag.
+    return contains(jinja_source, "<think>") ? ChatTemplateKind::QWEN3 : ChatTemplateKind::CHATML;
+  }
   if (contains(jinja_source, "<|start_header_id|>")) return ChatTemplateKind::LLAMA3;
+  if (contains(jinja_source, "<start_of_turn>")) return ChatTemplateKind::GEMMA;
   if (contains(jinja_source, "<|user|>") && contains(jinja_source, "<|assistant|>")) {
-    // Phi-3 uses Zephyr's role headers but ends turns with <|end|> instead of EOS; rendering it as
-    // Zephyr would silently produce text the model was not trained on.
-    if (contains(jinja_source, "<|end|>")) {
-      return Error{
-          "the chat template looks like Phi-3 (<|user|> turns ended by <|end|>), which is not "
-          "supported; " +
-          override_hint()};
-    }
-    return ChatTemplateKind::ZEPHYR;
+    // Phi-3 uses Zephyr's role headers but ends turns with <|end|> instead of EOS.
+    return contains(jinja_source, "<|end|>") ? ChatTemplateKind::PHI3 : ChatTemplateKind::ZEPHYR;
   }
   if (contains(jinja_source, "[INST]")) {
     return contains(jinja_source, "<<SYS>>") ? ChatTemplateKind::LLAMA2 : ChatTemplateKind::MISTRAL;
@@ -246,29 +308,106 @@ Result<ChatTemplateKind> detect_chat_template(const GgufFile& file) {
   return kind;
 }
 
-Result<std::string> render_chat(ChatTemplateKind kind, std::span<const ChatMessage> messages,
-                                const ChatRenderOptions& options) {
+Result<std::vector<ChatSegment>> render_chat_segments(ChatTemplateKind kind,
+                                                      std::span<const ChatMessage> messages,
+                                                      const ChatRenderOptions& options) {
   if (messages.empty()) {
     return Error{"cannot render an empty conversation: at least one chat message is needed"};
   }
   Result<std::vector<Role>> roles = parse_roles(messages);
   if (!roles.ok()) return roles.error();
+  SegmentWriter out;
   switch (kind) {
     case ChatTemplateKind::LLAMA2:
-    case ChatTemplateKind::MISTRAL: {
+    case ChatTemplateKind::MISTRAL:
+    case ChatTemplateKind::GEMMA: {
       Result<size_t> first = check_alternation(kind, *roles);
       if (!first.ok()) return first.error();
-      return kind == ChatTemplateKind::LLAMA2 ? render_llama2(messages, *first, options)
-                                              : render_mistral(messages, *first, options);
+      if (kind == ChatTemplateKind::LLAMA2) {
+        render_llama2(messages, *first, options, out);
+      } else if (kind == ChatTemplateKind::MISTRAL) {
+        render_mistral(messages, *first, options, out);
+      } else {
+        render_gemma(messages, *first, options, out);
+      }
+      break;
     }
-    case ChatTemplateKind::ZEPHYR:
-      return render_zephyr(messages, *roles, options);
-    case ChatTemplateKind::CHATML:
-      return render_chatml(messages, *roles, options);
     case ChatTemplateKind::LLAMA3:
-      return render_llama3(messages, *roles, options);
+      out.markup(bos_or_default(options, "<|begin_of_text|>"));
+      render_turns(messages, *roles, turn_layout(kind, options), false, options, out);
+      break;
+    case ChatTemplateKind::ZEPHYR:
+    case ChatTemplateKind::CHATML:
+    case ChatTemplateKind::PHI3:
+    case ChatTemplateKind::QWEN3:
+      render_turns(messages, *roles, turn_layout(kind, options), kind == ChatTemplateKind::QWEN3,
+                   options, out);
+      break;
   }
-  return Error{"unknown chat template kind"};
+  return out.take();
+}
+
+Result<std::string> render_chat(ChatTemplateKind kind, std::span<const ChatMessage> messages,
+                                const ChatRenderOptions& options) {
+  Result<std::vector<ChatSegment>> segments = render_chat_segments(kind, messages, options);
+  if (!segments.ok()) return segments.error();
+  std::string text;
+  for (const ChatSegment& segment : *segments) text += segment.text;
+  return text;
+}
+
+Result<std::vector<TokenId>> encode_chat(const Tokenizer& tokenizer, ChatTemplateKind kind,
+                                         std::span<const ChatMessage> messages,
+                                         ChatRenderOptions options) {
+  const Vocab& vocab = tokenizer.vocab();
+  if (options.bos_token.empty() && vocab.bos_id != kNoToken)
+    options.bos_token = tokenizer.token_to_piece(vocab.bos_id, /*render_special=*/true);
+  if (options.eos_token.empty() && vocab.eos_id != kNoToken)
+    options.eos_token = tokenizer.token_to_piece(vocab.eos_id, /*render_special=*/true);
+  Result<std::vector<ChatSegment>> segments = render_chat_segments(kind, messages, options);
+  if (!segments.ok()) return segments.error();
+  std::vector<TextSegment> pieces;
+  pieces.reserve(segments->size());
+  for (const ChatSegment& segment : *segments) {
+    pieces.push_back({segment.text, /*parse_special=*/!segment.is_content});
+  }
+  // The formats that spell BOS in the text must not get a second one from the tokenizer.
+  return tokenizer.encode(pieces, /*add_special=*/!text_has_bos(kind));
+}
+
+std::span<const std::string_view> end_of_turn_texts(ChatTemplateKind kind) {
+  static constexpr std::string_view kLlama3[] = {"<|eot_id|>", "<|eom_id|>"};
+  static constexpr std::string_view kChatMl[] = {"<|im_end|>"};
+  static constexpr std::string_view kGemma[] = {"<end_of_turn>"};
+  static constexpr std::string_view kPhi3[] = {"<|end|>"};
+  switch (kind) {
+    case ChatTemplateKind::LLAMA3:
+      return kLlama3;
+    case ChatTemplateKind::CHATML:
+    case ChatTemplateKind::QWEN3:
+      return kChatMl;
+    case ChatTemplateKind::GEMMA:
+      return kGemma;
+    case ChatTemplateKind::PHI3:
+      return kPhi3;
+    case ChatTemplateKind::LLAMA2:
+    case ChatTemplateKind::ZEPHYR:
+    case ChatTemplateKind::MISTRAL:
+      break;
+  }
+  return {};
+}
+
+std::vector<TokenId> chat_stop_tokens(const Vocab& vocab, ChatTemplateKind kind) {
+  std::vector<TokenId> ids;
+  for (std::string_view marker : end_of_turn_texts(kind)) {
+    for (TokenId id = 0; id < vocab.size(); ++id) {
+      if (vocab.tokens[static_cast<size_t>(id)] != marker) continue;
+      if (id != vocab.eos_id) ids.push_back(id);
+      break;
+    }
+  }
+  return ids;
 }
 
 }  // namespace trellis

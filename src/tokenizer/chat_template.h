@@ -1,30 +1,40 @@
-// Chat templates: a conversation (system / user / assistant messages) rendered as the prompt text
-// a chat model was trained on. Five well-known formats are built in; the Jinja source a GGUF
-// stores under `tokenizer.chat_template` is only inspected for markers to pick one of them (it is
-// never executed), and a user can override the choice by name.
+// Chat templates: a conversation (system / user / assistant messages) rendered as the prompt a
+// chat model was trained on. Eight well-known formats are built in; the Jinja source a GGUF stores
+// under `tokenizer.chat_template` is only inspected for markers to pick one of them (it is never
+// executed), and a user can override the choice by name.
 //
-// Tokenizing the rendered text (the contract with tokenizer.h):
-//   - Always tokenize with parse_special = true, so that markers such as `<s>`, `</s>`,
-//     `<|im_start|>` or `<|eot_id|>` become their single token ids instead of plain text.
+// The contract with the tokenizer:
+//   - Only the template inserts control tokens. render_chat_segments returns the prompt as
+//     markup (written by the format, may spell special tokens such as `<|im_start|>`, `</s>` or
+//     `<|eot_id|>`) and content (a message's text, inserted verbatim). encode_chat tokenizes the
+//     markup with parse_special = true and the content with parse_special = false, so content
+//     that spells "</s>" or "<|im_end|>" stays literal text and never becomes a control token.
+//     Plain text runs on across segments (Tokenizer::encode of segments), so a prompt whose
+//     content spells no special token gets exactly the tokens of its whole text with
+//     parse_special = true, SentencePiece's space prefix included.
 //   - text_has_bos(kind) true: the text already starts with BOS. Tokenize with
 //     add_special = false; adding the vocab's BOS as well would give two BOS tokens.
 //   - text_has_bos(kind) false: the text carries no BOS. Tokenize with add_special = true, so
 //     the vocab adds BOS if it wants one (tokenizer.ggml.add_bos_token).
-//   - Message content is inserted verbatim and not escaped: content that spells a special token
-//     (say "<|im_end|>") is parsed as that token. A server that must prevent this filters content
-//     before rendering.
+//   encode_chat does all of this; render_chat (one string) is for display and tests.
+//   - Generation of a reply ends at the format's end-of-turn token (chat_stop_tokens) as well as
+//     at the vocab's EOS.
 #pragma once
 
 #include <array>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/result.h"
+#include "base/token_id.h"
 
 namespace trellis {
 
 class GgufFile;
+class Tokenizer;
+struct Vocab;
 
 // The GGUF metadata key holding a model's Jinja chat template.
 inline constexpr std::string_view kChatTemplateKey = "tokenizer.chat_template";
@@ -41,15 +51,27 @@ inline constexpr std::string_view kChatTemplateKey = "tokenizer.chat_template";
 //            <|start_header_id|>assistant<|end_header_id|>\n\n
 //   MISTRAL  {bos}[INST] {S}\n\n{U} [/INST]{A}{eos}[INST] {U} [/INST]
 //            (none, as LLAMA2)
-// Content is never changed (the published Llama-2/Llama-3 Jinja templates also trim it). MISTRAL
-// is the v0.1 layout; later Mistral templates differ in spaces and where the system text goes.
-enum class ChatTemplateKind { LLAMA2, ZEPHYR, CHATML, LLAMA3, MISTRAL };
+//   GEMMA    <start_of_turn>user\n{S}\n\n{U}<end_of_turn>\n<start_of_turn>model\n{A}<end_of_turn>\n
+//            <start_of_turn>user\n{U}<end_of_turn>\n ... <start_of_turn>model\n
+//            (no system role: the system text opens the first user turn; BOS comes from the vocab)
+//   PHI3     <|system|>\n{S}<|end|>\n<|user|>\n{U}<|end|>\n<|assistant|>\n{A}<|end|>\n ...
+//            <|assistant|>\n
+//   QWEN3    as CHATML, except that an assistant turn before the last user message is written
+//            without its reasoning: of "<think>R</think>\n\nA" only "A" (the text after the last
+//            `</think>`, leading newlines dropped). The generation prompt leaves thinking on
+//            (Qwen3's default): just <|im_start|>assistant\n.
+// Content is never changed otherwise (the published Llama-2/Llama-3/Gemma Jinja templates also
+// trim it). MISTRAL is the v0.1 layout; later Mistral templates differ in spaces and where the
+// system text goes.
+enum class ChatTemplateKind { LLAMA2, ZEPHYR, CHATML, LLAMA3, MISTRAL, GEMMA, PHI3, QWEN3 };
 
-inline constexpr std::array<ChatTemplateKind, 5> kAllChatTemplateKinds = {
-    ChatTemplateKind::LLAMA2, ChatTemplateKind::ZEPHYR, ChatTemplateKind::CHATML,
-    ChatTemplateKind::LLAMA3, ChatTemplateKind::MISTRAL};
+inline constexpr std::array<ChatTemplateKind, 8> kAllChatTemplateKinds = {
+    ChatTemplateKind::LLAMA2, ChatTemplateKind::ZEPHYR,  ChatTemplateKind::CHATML,
+    ChatTemplateKind::LLAMA3, ChatTemplateKind::MISTRAL, ChatTemplateKind::GEMMA,
+    ChatTemplateKind::PHI3,   ChatTemplateKind::QWEN3};
 
-// "llama2", "zephyr", "chatml", "llama3", "mistral": the names --chat-template accepts.
+// "llama2", "zephyr", "chatml", "llama3", "mistral", "gemma", "phi3", "qwen3": the names
+// --chat-template accepts.
 std::string_view chat_template_name(ChatTemplateKind kind);
 // The inverse of chat_template_name (exact, lower case). Error: an unknown name; the message lists
 // the valid ones.
@@ -61,9 +83,12 @@ bool text_has_bos(ChatTemplateKind kind);
 
 // Picks the built-in format that a Jinja chat template implements, by its distinctive markers,
 // checked in this order:
-//   `<|im_start|>`                              -> CHATML
+//   `<|im_start|>` with `<think>`               -> QWEN3
+//   `<|im_start|>`                              -> CHATML   (Qwen2.5 and most ChatML models)
 //   `<|start_header_id|>`                       -> LLAMA3
-//   `<|user|>` and `<|assistant|>`, no `<|end|>` -> ZEPHYR   (with `<|end|>` it is Phi-3: rejected)
+//   `<start_of_turn>`                           -> GEMMA
+//   `<|user|>` and `<|assistant|>`, `<|end|>`   -> PHI3
+//   `<|user|>` and `<|assistant|>`, no `<|end|>` -> ZEPHYR
 //   `[INST]` with `<<SYS>>`                     -> LLAMA2
 //   `[INST]` without `<<SYS>>`                  -> MISTRAL
 // Error: an empty or unrecognised template; the message suggests `--chat-template NAME`.
@@ -85,18 +110,49 @@ struct ChatRenderOptions {
   // this flag changes nothing.
   bool add_generation_prompt = true;
   // How BOS and EOS are spelled in the text, for the formats that write them there (LLAMA2,
-  // MISTRAL: both; ZEPHYR: EOS; LLAMA3: BOS; CHATML: neither). Normally the vocab's token text.
-  // Empty: the format's usual spelling, "<s>" / "</s>" (LLAMA3's BOS: "<|begin_of_text|>").
+  // MISTRAL: both; ZEPHYR: EOS; LLAMA3: BOS; CHATML, QWEN3, GEMMA, PHI3: neither). Normally the
+  // vocab's token text. Empty: the format's usual spelling, "<s>" / "</s>" (LLAMA3's BOS:
+  // "<|begin_of_text|>").
   std::string bos_token;
   std::string eos_token;
 };
 
-// Renders `messages` in `kind`'s format (see the table above).
+// One piece of a rendered conversation: markup the format writes, or a message's content.
+struct ChatSegment {
+  std::string text;
+  bool is_content = false;  // true: tokenize as plain text (never as control tokens)
+};
+
+// Renders `messages` in `kind`'s format (see the table above) as segments in order; neighbours
+// never have the same is_content, and no segment is empty.
 // Errors: no messages; a role other than system / user / assistant (the message names the role and
-// its index). LLAMA2 and MISTRAL also require, after an optional first system message, at least
-// one message and roles alternating user, assistant, user, ... (their [INST] pairs cannot express
-// anything else); the other formats take any order.
+// its index). LLAMA2, MISTRAL and GEMMA also require, after an optional first system message, at
+// least one message and roles alternating user, assistant, user, ... (their [INST] pairs and
+// Gemma's template cannot express anything else); the other formats take any order.
+Result<std::vector<ChatSegment>> render_chat_segments(ChatTemplateKind kind,
+                                                      std::span<const ChatMessage> messages,
+                                                      const ChatRenderOptions& options = {});
+
+// The segments' texts concatenated. Errors: as render_chat_segments.
 Result<std::string> render_chat(ChatTemplateKind kind, std::span<const ChatMessage> messages,
                                 const ChatRenderOptions& options = {});
+
+// The prompt tokens of a conversation, following the contract at the top of this file: markup with
+// parse_special, content without, add_special exactly when !text_has_bos(kind). BOS and EOS are
+// spelled as the tokenizer's vocab spells them unless `options` names them.
+// Errors: as render_chat_segments.
+Result<std::vector<TokenId>> encode_chat(const Tokenizer& tokenizer, ChatTemplateKind kind,
+                                         std::span<const ChatMessage> messages,
+                                         ChatRenderOptions options = {});
+
+// The texts of the tokens that end a turn in `kind`'s format, besides EOS:
+//   LLAMA3 `<|eot_id|>`, `<|eom_id|>`; CHATML, QWEN3 `<|im_end|>`; GEMMA `<end_of_turn>`;
+//   PHI3 `<|end|>`; LLAMA2, ZEPHYR, MISTRAL none (their turns end with EOS itself).
+std::span<const std::string_view> end_of_turn_texts(ChatTemplateKind kind);
+
+// The ids of end_of_turn_texts(kind) that `vocab` has (a token whose text is exactly the marker;
+// the lowest id when several are), without the vocab's EOS. A chat request adds them to its stop
+// tokens, so the reply ends at the end of the model's turn. Cost: one pass over the vocab.
+std::vector<TokenId> chat_stop_tokens(const Vocab& vocab, ChatTemplateKind kind);
 
 }  // namespace trellis

@@ -54,22 +54,18 @@ int parse_byte_token(std::string_view text) {
   return value;
 }
 
-// A part of the input after special-token splitting: either raw text or one special token.
-struct Fragment {
-  TokenId token = kNoToken;  // kNoToken for raw text
-  size_t offset = 0;         // raw text: byte range [offset, offset + length) of the input
-  size_t length = 0;
-};
-
 class SpmTokenizer final : public Tokenizer {
  public:
   explicit SpmTokenizer(Vocab vocab) : Tokenizer(std::move(vocab)) {}
 
   Status init();
 
-  std::vector<TokenId> encode(std::string_view text, bool add_special,
-                              bool parse_special) const override;
   std::string token_to_piece(TokenId id, bool render_special) const override;
+
+ protected:
+  std::vector<Fragment> split_special(std::string_view text, bool parse_special) const override;
+  std::vector<TokenId> encode_fragments(std::string_view text, std::span<const Fragment> fragments,
+                                        bool add_special) const override;
 
  private:
   TokenId find(std::string_view text) const {
@@ -78,7 +74,6 @@ class SpmTokenizer final : public Tokenizer {
   }
   float score(TokenId id) const { return vocab_.scores.empty() ? 0.0f : vocab_.scores[id]; }
 
-  std::vector<Fragment> split_special(std::string_view text, bool parse_special) const;
   void encode_raw(std::string_view raw, bool space_prefix, std::vector<TokenId>& out) const;
 
   TokenIndex token_index_;  // text -> id; for duplicate texts the highest id wins, as in llama.cpp
@@ -131,8 +126,10 @@ Status SpmTokenizer::init() {
 // every raw fragment left by the longer ones at its leftmost non-overlapping occurrences.
 // USER_DEFINED tokens are always split out; CONTROL and UNKNOWN ones only when parse_special
 // (as llama.cpp's tokenizer_st_partition).
-std::vector<Fragment> SpmTokenizer::split_special(std::string_view text, bool parse_special) const {
-  std::vector<Fragment> fragments = {Fragment{kNoToken, 0, text.size()}};
+std::vector<Tokenizer::Fragment> SpmTokenizer::split_special(std::string_view text,
+                                                             bool parse_special) const {
+  std::vector<Fragment> fragments;
+  if (!text.empty()) fragments.push_back(Fragment{kNoToken, 0, text.size()});
   std::vector<Fragment> next;
   for (TokenId id : special_tokens_) {
     if (!parse_special && vocab_.types[id] != TokenType::USER_DEFINED) continue;
@@ -261,22 +258,21 @@ void SpmTokenizer::encode_raw(std::string_view raw, bool space_prefix,
 
 // As llama.cpp: an empty text yields no tokens (not even the space prefix); raw text gets the
 // space prefix at the start of the input and after every special token split out of it.
-std::vector<TokenId> SpmTokenizer::encode(std::string_view text, bool add_special,
-                                          bool parse_special) const {
+std::vector<TokenId> SpmTokenizer::encode_fragments(std::string_view text,
+                                                    std::span<const Fragment> fragments,
+                                                    bool add_special) const {
   std::vector<TokenId> out;
   if (add_special && vocab_.add_bos) out.push_back(vocab_.bos_id);
-  if (!text.empty()) {
-    bool after_special = true;  // the start of the text counts as following a special token
-    for (const Fragment& fragment : split_special(text, parse_special)) {
-      if (fragment.token != kNoToken) {
-        out.push_back(fragment.token);
-        after_special = true;
-        continue;
-      }
-      encode_raw(text.substr(fragment.offset, fragment.length),
-                 vocab_.add_space_prefix && after_special, out);
-      after_special = false;
+  bool after_special = true;  // the start of the text counts as following a special token
+  for (const Fragment& fragment : fragments) {
+    if (fragment.token != kNoToken) {
+      out.push_back(fragment.token);
+      after_special = true;
+      continue;
     }
+    encode_raw(text.substr(fragment.offset, fragment.length),
+               vocab_.add_space_prefix && after_special, out);
+    after_special = false;
   }
   if (add_special && vocab_.add_eos) out.push_back(vocab_.eos_id);
   return out;

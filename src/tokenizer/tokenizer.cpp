@@ -70,6 +70,38 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::create(Vocab vocab) {
   return Error{"unknown tokenizer kind for model '" + vocab.model + "'"};
 }
 
+std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_special,
+                                       bool parse_special) const {
+  return encode_fragments(text, split_special(text, parse_special), add_special);
+}
+
+//   joined:    |-- segment 0 --|---- segment 1 ----|-- segment 2 --|
+//   fragments: |plain|==tok==|plain......plain|==tok==|plain.......|
+//                            ^ plain runs of neighbouring segments merge into one fragment
+std::vector<TokenId> Tokenizer::encode(std::span<const TextSegment> segments,
+                                       bool add_special) const {
+  std::string joined;
+  std::vector<Fragment> fragments;
+  for (const TextSegment& segment : segments) {
+    const size_t base = joined.size();
+    joined += segment.text;
+    if (segment.text.empty()) continue;
+    for (Fragment fragment : split_special(segment.text, segment.parse_special)) {
+      if (fragment.token == kNoToken) {
+        fragment.offset += base;
+        if (fragment.length == 0) continue;
+        if (!fragments.empty() && fragments.back().token == kNoToken &&
+            fragments.back().offset + fragments.back().length == fragment.offset) {
+          fragments.back().length += fragment.length;
+          continue;
+        }
+      }
+      fragments.push_back(fragment);
+    }
+  }
+  return encode_fragments(joined, fragments, add_special);
+}
+
 // Plain concatenation: no leading space is stripped (an SPM encoding of "Hello" decodes to
 // " Hello"), and no spaces are cleaned up around punctuation.
 std::string Tokenizer::decode(std::span<const TokenId> ids, bool render_special) const {

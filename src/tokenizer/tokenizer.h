@@ -12,6 +12,12 @@
 
 namespace trellis {
 
+// One piece of a text to encode, and whether CONTROL tokens spelled inside it become those tokens.
+struct TextSegment {
+  std::string_view text;
+  bool parse_special = false;
+};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
@@ -24,8 +30,15 @@ class Tokenizer {
   // parse_special: text spelling a CONTROL token becomes that token; otherwise it is tokenized as
   // plain text. USER_DEFINED tokens are always matched in the text, as the reference tokenizers do
   // (some vocabs spell runs of spaces or single letters with them).
-  virtual std::vector<TokenId> encode(std::string_view text, bool add_special,
-                                      bool parse_special) const = 0;
+  std::vector<TokenId> encode(std::string_view text, bool add_special, bool parse_special) const;
+
+  // Encodes the concatenation of `segments` as one text, except that CONTROL tokens are matched
+  // only inside segments with parse_special, and no token match crosses a segment boundary.
+  // Plain text runs on across boundaries: it is split, merged and space-prefixed (SPM) exactly as
+  // in the concatenated text. So the result equals encode(concatenation, add_special, true)
+  // whenever no parse_special = false segment spells a CONTROL token and no token's text straddles
+  // a boundary. This is how a chat prompt keeps user content from injecting control tokens.
+  std::vector<TokenId> encode(std::span<const TextSegment> segments, bool add_special) const;
 
   // The bytes a token stands for (byte tokens become their byte, SPM's U+2581 a space, BPE's
   // byte-to-unicode mapping is undone). Control tokens yield "" unless `render_special`.
@@ -38,6 +51,23 @@ class Tokenizer {
 
  protected:
   explicit Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {}
+
+  // A stretch of the text being encoded: one special token, or plain text in the byte range
+  // [offset, offset + length) of that text.
+  struct Fragment {
+    TokenId token = kNoToken;  // kNoToken for plain text
+    size_t offset = 0;
+    size_t length = 0;
+  };
+  // Splits `text` into fragments, in order, covering it; plain fragments are non-empty.
+  // USER_DEFINED tokens are always split out; CONTROL ones only when parse_special.
+  virtual std::vector<Fragment> split_special(std::string_view text, bool parse_special) const = 0;
+  // Tokens of `text` already split into `fragments` (as split_special makes them, but adjacent
+  // plain fragments may have been merged), with BOS/EOS when add_special.
+  virtual std::vector<TokenId> encode_fragments(std::string_view text,
+                                                std::span<const Fragment> fragments,
+                                                bool add_special) const = 0;
+
   Vocab vocab_;
 };
 

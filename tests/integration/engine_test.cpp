@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -375,6 +376,40 @@ TEST(EngineTest, RequestsThatCanNeverRunFailAtOnce) {
   bad_temp.sampling.temperature = -1;
   EXPECT_FALSE(engine->submit(bad_temp).ok());
   EXPECT_FALSE(engine->fork(greedy(Tokens{5}, 3), 0).ok());
+}
+
+TEST(EngineTest, RequestStopTokensEndGenerationLikeEos) {
+  std::unique_ptr<Engine> engine = make_engine(base_config());
+  ASSERT_NE(engine, nullptr);
+  EngineRequest request = greedy(Tokens{5, 17, 42}, 8);
+  Result<RequestOutput> free_run = engine->run(request);
+  ASSERT_TRUE(free_run.ok()) << free_run.error().message;
+  ASSERT_EQ(free_run->tokens.size(), 8u);
+  // Stop at the first occurrence of the third generated token (or at EOS, should it come first).
+  const TokenId stop = free_run->tokens[2];
+  const TokenId eos = engine->tokenizer().vocab().eos_id;
+  const auto first = std::find_if(free_run->tokens.begin(), free_run->tokens.end(),
+                                  [&](TokenId id) { return id == stop || id == eos; });
+  const auto n_before_stop = static_cast<int32_t>(first - free_run->tokens.begin());
+  request.stop_token_ids = {stop};
+  request.ignore_eos = false;
+  Result<RequestOutput> stopped = engine->run(request);
+  ASSERT_TRUE(stopped.ok()) << stopped.error().message;
+  EXPECT_EQ(stopped->finish_reason, FinishReason::STOP);
+  // As with EOS, the stop token itself is not part of the output.
+  EXPECT_EQ(stopped->tokens, Tokens(free_run->tokens.begin(), first));
+  // Its text is that of the tokens before the stop token (whose own text is never emitted).
+  Result<RequestOutput> before = engine->run(greedy(Tokens{5, 17, 42}, n_before_stop));
+  ASSERT_TRUE(before.ok()) << before.error().message;
+  EXPECT_EQ(stopped->text, before->text);
+  // ignore_eos ignores them too.
+  request.ignore_eos = true;
+  Result<RequestOutput> ignored = engine->run(request);
+  ASSERT_TRUE(ignored.ok()) << ignored.error().message;
+  EXPECT_EQ(ignored->tokens, free_run->tokens);
+  // An id outside the vocab is refused at once.
+  request.stop_token_ids = {99999};
+  EXPECT_FALSE(engine->submit(request).ok());
 }
 
 TEST(EngineTest, DestroyingTheEngineCancelsWhatRuns) {

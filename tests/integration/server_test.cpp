@@ -4,6 +4,7 @@
 // that add up.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -163,6 +164,28 @@ TEST(ServerTest, ChatRendersTheTemplateAndStreams) {
   const StreamResult s = read_stream(server.post("/v1/chat/completions", request).body, true);
   EXPECT_EQ(s.text, body["choices"][0]["message"]["content"]);
   EXPECT_TRUE(s.done);
+}
+
+TEST(ServerTest, ChatContentSpellingEosStaysText) {
+  ServerConfig config;
+  config.chat_template = ChatTemplateKind::CHATML;
+  TestServer server(config);
+  const json request = {{"messages", {{{"role", "user"}, {"content", "hello</s>"}}}},
+                        {"max_tokens", 4},
+                        {"temperature", 0},
+                        {"ignore_eos", true}};
+  const HttpReply reply = server.post("/v1/chat/completions", request);
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  const Tokenizer& tokenizer = server.engine().tokenizer();
+  const std::vector<ChatMessage> chat = {{"user", "hello</s>"}};
+  Result<std::vector<TokenId>> tokens = encode_chat(tokenizer, ChatTemplateKind::CHATML, chat);
+  ASSERT_TRUE(tokens.ok()) << tokens.error().message;
+  EXPECT_EQ(std::count(tokens->begin(), tokens->end(), tokenizer.vocab().eos_id), 0);
+  EXPECT_EQ(reply.json()["usage"]["prompt_tokens"], tokens->size());
+  // What it used to be: the whole text with parse_special, "</s>" folded into the EOS token.
+  Result<std::string> text = render_chat(ChatTemplateKind::CHATML, chat);
+  ASSERT_TRUE(text.ok());
+  EXPECT_NE(tokenizer.encode(*text, true, true).size(), tokens->size());
 }
 
 TEST(ServerTest, ChatWithoutATemplateIsAClearError) {

@@ -10,6 +10,7 @@
 
 #include "base/utf8.h"
 #include "sample/rng.h"
+#include "test_support.h"
 #include "tokenizer/tokenizer.h"
 
 namespace trellis {
@@ -31,29 +32,13 @@ TokenId byte_token(uint8_t byte) {
 
 // <unk> 0, <s> 1, </s> 2, <0x00>..<0xFF> at 3..258, then the pieces above.
 std::unique_ptr<Tokenizer> make_tokenizer() {
-  Vocab vocab;
-  vocab.kind = TokenizerKind::SPM;
-  vocab.model = "llama";
-  auto add = [&vocab](const std::string& text, TokenType type) {
-    vocab.tokens.push_back(text);
-    vocab.types.push_back(type);
-    vocab.scores.push_back(0.0f);
-  };
-  add("<unk>", TokenType::UNKNOWN);
-  add("<s>", TokenType::CONTROL);
-  add("</s>", TokenType::CONTROL);
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  for (int b = 0; b < 256; ++b) {
-    add(std::string("<0x") + kHex[b >> 4] + kHex[b & 15] + ">", TokenType::BYTE);
-  }
-  add("Hello", TokenType::NORMAL);
-  add(kSp + "world", TokenType::NORMAL);
-  add("#", TokenType::NORMAL);
-  add("##", TokenType::NORMAL);
-  add("!", TokenType::NORMAL);
-  add("<|eot|>", TokenType::CONTROL);
-  vocab.unk_id = 0;
-  vocab.bos_id = 1;
+  Vocab vocab = testing::byte_fallback_vocab();
+  testing::add_token(vocab, "Hello", TokenType::NORMAL);
+  testing::add_token(vocab, kSp + "world", TokenType::NORMAL);
+  testing::add_token(vocab, "#", TokenType::NORMAL);
+  testing::add_token(vocab, "##", TokenType::NORMAL);
+  testing::add_token(vocab, "!", TokenType::NORMAL);
+  testing::add_token(vocab, "<|eot|>", TokenType::CONTROL);
   vocab.eos_id = kEos;
   Result<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::create(std::move(vocab));
   EXPECT_TRUE(tokenizer.ok()) << tokenizer.error().message;

@@ -1,11 +1,9 @@
 // Chat templates: exact rendered text of every format, detection of a GGUF's Jinja template by its
-// markers, every error path, and the BOS contract with the tokenizer.
+// markers, end-of-turn markers, and every error path (tokenization: chat_encode_test.cpp).
 #include "tokenizer/chat_template.h"
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,8 +11,6 @@
 #include "gguf/gguf_value.h"
 #include "gguf/gguf_writer.h"
 #include "test_support.h"
-#include "tokenizer/tokenizer.h"
-#include "tokenizer/vocab.h"
 
 namespace trellis {
 namespace {
@@ -48,8 +44,11 @@ std::string render_ok(ChatTemplateKind kind, const std::vector<ChatMessage>& mes
 
 // ---- names ----
 
+const std::string kAllNames = "llama2, zephyr, chatml, llama3, mistral, gemma, phi3, qwen3";
+
 TEST(ChatTemplateTest, NamesRoundTrip) {
-  const std::vector<std::string> names = {"llama2", "zephyr", "chatml", "llama3", "mistral"};
+  const std::vector<std::string> names = {"llama2",  "zephyr", "chatml", "llama3",
+                                          "mistral", "gemma",  "phi3",   "qwen3"};
   ASSERT_EQ(names.size(), kAllChatTemplateKinds.size());
   for (size_t i = 0; i < names.size(); ++i) {
     EXPECT_EQ(chat_template_name(kAllChatTemplateKinds[i]), names[i]);
@@ -68,8 +67,7 @@ TEST(ChatTemplateTest, UnknownNameListsTheValidOnes) {
     std::string quoted = "'";
     quoted.append(name).append("'");
     EXPECT_TRUE(mentions(kind.error(), quoted)) << kind.error().message;
-    EXPECT_TRUE(mentions(kind.error(), "llama2, zephyr, chatml, llama3, mistral"))
-        << kind.error().message;
+    EXPECT_TRUE(mentions(kind.error(), kAllNames)) << kind.error().message;
   }
 }
 
@@ -79,6 +77,9 @@ TEST(ChatTemplateTest, TextHasBosExactlyForTheFormatsThatWriteIt) {
   EXPECT_TRUE(text_has_bos(ChatTemplateKind::LLAMA3));
   EXPECT_FALSE(text_has_bos(ChatTemplateKind::ZEPHYR));
   EXPECT_FALSE(text_has_bos(ChatTemplateKind::CHATML));
+  EXPECT_FALSE(text_has_bos(ChatTemplateKind::GEMMA));
+  EXPECT_FALSE(text_has_bos(ChatTemplateKind::PHI3));
+  EXPECT_FALSE(text_has_bos(ChatTemplateKind::QWEN3));
   // The flag must agree with the text itself.
   for (ChatTemplateKind kind : kAllChatTemplateKinds) {
     std::string text = render_ok(kind, kSingleUser, true);
@@ -148,6 +149,107 @@ TEST(ChatTemplateTest, Mistral) {
   EXPECT_EQ(render_ok(ChatTemplateKind::MISTRAL, kConversation, false), conversation);
   EXPECT_EQ(render_ok(ChatTemplateKind::MISTRAL, kSingleUser, true), "<s>[INST] Hi! [/INST]");
   EXPECT_EQ(render_ok(ChatTemplateKind::MISTRAL, kSingleUser, false), "<s>[INST] Hi! [/INST]");
+}
+
+TEST(ChatTemplateTest, Gemma) {
+  // No system role: its text and a blank line open the first user turn; the assistant is "model".
+  const std::string conversation =
+      "<start_of_turn>user\nBe brief.\n\nHi!<end_of_turn>\n"
+      "<start_of_turn>model\nHello.<end_of_turn>\n"
+      "<start_of_turn>user\nName a color.<end_of_turn>\n";
+  EXPECT_EQ(render_ok(ChatTemplateKind::GEMMA, kConversation, true),
+            conversation + "<start_of_turn>model\n");
+  EXPECT_EQ(render_ok(ChatTemplateKind::GEMMA, kConversation, false), conversation);
+  EXPECT_EQ(render_ok(ChatTemplateKind::GEMMA, kSingleUser, true),
+            "<start_of_turn>user\nHi!<end_of_turn>\n<start_of_turn>model\n");
+  EXPECT_EQ(render_ok(ChatTemplateKind::GEMMA, kSingleUser, false),
+            "<start_of_turn>user\nHi!<end_of_turn>\n");
+}
+
+TEST(ChatTemplateTest, Phi3) {
+  const std::string conversation =
+      "<|system|>\nBe brief.<|end|>\n<|user|>\nHi!<|end|>\n<|assistant|>\nHello.<|end|>\n"
+      "<|user|>\nName a color.<|end|>\n";
+  EXPECT_EQ(render_ok(ChatTemplateKind::PHI3, kConversation, true),
+            conversation + "<|assistant|>\n");
+  EXPECT_EQ(render_ok(ChatTemplateKind::PHI3, kConversation, false), conversation);
+  EXPECT_EQ(render_ok(ChatTemplateKind::PHI3, kSingleUser, true),
+            "<|user|>\nHi!<|end|>\n<|assistant|>\n");
+}
+
+TEST(ChatTemplateTest, Qwen3IsChatMlWithThinkingOnByDefault) {
+  // Without reasoning in the history, Qwen3 renders exactly as ChatML; the generation prompt
+  // leaves the model free to think (no empty <think></think> block).
+  EXPECT_EQ(render_ok(ChatTemplateKind::QWEN3, kConversation, true),
+            render_ok(ChatTemplateKind::CHATML, kConversation, true));
+  EXPECT_EQ(render_ok(ChatTemplateKind::QWEN3, kSingleUser, true),
+            "<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST(ChatTemplateTest, Qwen3DropsReasoningOfEarlierAssistantTurns) {
+  const std::vector<ChatMessage> messages = {
+      {"user", "2+2?"},
+      {"assistant", "<think>\nAdd them.\n</think>\n\n4"},
+      {"user", "3+3?"},
+      {"assistant", "<think>\nAgain.\n</think>\n\n6"},
+  };
+  // Turns before the last user message keep only their answer; the one after it is kept whole.
+  EXPECT_EQ(render_ok(ChatTemplateKind::QWEN3, messages, false),
+            "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n4<|im_end|>\n"
+            "<|im_start|>user\n3+3?<|im_end|>\n"
+            "<|im_start|>assistant\n<think>\nAgain.\n</think>\n\n6<|im_end|>\n");
+  // ChatML (Qwen2.5) never touches content.
+  EXPECT_NE(render_ok(ChatTemplateKind::CHATML, messages, false).find("Add them."),
+            std::string::npos);
+}
+
+TEST(ChatTemplateTest, SegmentsSeparateMarkupFromContent) {
+  Result<std::vector<ChatSegment>> segments =
+      render_chat_segments(ChatTemplateKind::GEMMA, kConversation);
+  ASSERT_TRUE(segments.ok()) << segments.error().message;
+  std::vector<std::string> content;
+  std::string text;
+  for (size_t i = 0; i < segments->size(); ++i) {
+    const ChatSegment& segment = (*segments)[i];
+    EXPECT_FALSE(segment.text.empty());
+    if (i > 0) {
+      EXPECT_NE(segment.is_content, (*segments)[i - 1].is_content);
+    }
+    if (segment.is_content) content.push_back(segment.text);
+    text += segment.text;
+  }
+  EXPECT_EQ(content, (std::vector<std::string>{"Be brief.", "Hi!", "Hello.", "Name a color."}));
+  EXPECT_EQ(text, render_ok(ChatTemplateKind::GEMMA, kConversation, true));
+  // Every format: the segments concatenate to render_chat's text, and content is content.
+  for (ChatTemplateKind kind : kAllChatTemplateKinds) {
+    const std::vector<ChatMessage> injected = {{"user", "</s><|im_end|>"}};
+    Result<std::vector<ChatSegment>> s = render_chat_segments(kind, injected);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    size_t n_content = 0;
+    for (const ChatSegment& segment : *s) {
+      if (!segment.is_content) continue;
+      EXPECT_EQ(segment.text, "</s><|im_end|>") << chat_template_name(kind);
+      ++n_content;
+    }
+    EXPECT_EQ(n_content, 1u) << chat_template_name(kind);
+  }
+}
+
+TEST(ChatTemplateTest, EndOfTurnTextsPerFormat) {
+  auto texts = [](ChatTemplateKind kind) {
+    std::span<const std::string_view> span = end_of_turn_texts(kind);
+    return std::vector<std::string>(span.begin(), span.end());
+  };
+  using Texts = std::vector<std::string>;
+  EXPECT_EQ(texts(ChatTemplateKind::LLAMA3), (Texts{"<|eot_id|>", "<|eom_id|>"}));
+  EXPECT_EQ(texts(ChatTemplateKind::CHATML), Texts{"<|im_end|>"});
+  EXPECT_EQ(texts(ChatTemplateKind::QWEN3), Texts{"<|im_end|>"});
+  EXPECT_EQ(texts(ChatTemplateKind::GEMMA), Texts{"<end_of_turn>"});
+  EXPECT_EQ(texts(ChatTemplateKind::PHI3), Texts{"<|end|>"});
+  for (ChatTemplateKind kind :
+       {ChatTemplateKind::LLAMA2, ChatTemplateKind::ZEPHYR, ChatTemplateKind::MISTRAL}) {
+    EXPECT_TRUE(texts(kind).empty()) << chat_template_name(kind) << ": turns end with EOS";
+  }
 }
 
 TEST(ChatTemplateTest, ConversationEndingWithAnAssistantTurnIsClosed) {
@@ -239,7 +341,8 @@ TEST(ChatTemplateTest, InstFormatsRequireAlternatingRoles) {
       {{{"system", "s"}, {"user", "a"}, {"system", "t"}}, "chat message 2 has role 'system'"},
       {{{"system", "s"}}, "needs a user message after the system message"},
   };
-  for (ChatTemplateKind kind : {ChatTemplateKind::MISTRAL, ChatTemplateKind::LLAMA2}) {
+  for (ChatTemplateKind kind :
+       {ChatTemplateKind::MISTRAL, ChatTemplateKind::LLAMA2, ChatTemplateKind::GEMMA}) {
     const std::string format(chat_template_name(kind));
     for (const Case& c : cases) {
       Result<std::string> text = render_chat(kind, c.messages);
@@ -283,12 +386,25 @@ constexpr const char* kMistralSource =
     "{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}"
     "{{ message['content'] + eos_token}}{% endif %}{% endfor %}";
 constexpr const char* kGemmaSource =
-    "{{ bos_token }}{% for message in messages %}{{ '<start_of_turn>' + message['role'] + '\\n' + "
-    "message['content'] | trim + '<end_of_turn>\\n' }}{% endfor %}";
+    "{{ bos_token }}{%- if messages[0]['role'] == 'system' -%}{%- set first_user_prefix = "
+    "messages[0]['content'] + '\\n\\n' -%}{%- endif -%}{%- for message in loop_messages -%}"
+    "{%- if (message['role'] == 'assistant') -%}{%- set role = 'model' -%}{%- endif -%}"
+    "{{ '<start_of_turn>' + role + '\\n' }}{{ message['content'] | trim }}"
+    "{{ '<end_of_turn>\\n' }}{%- endfor -%}{%- if add_generation_prompt -%}"
+    "{{ '<start_of_turn>model\\n' }}{%- endif -%}";
 constexpr const char* kPhi3Source =
     "{% for message in messages %}{% if message['role'] == 'user' %}{{'<|user|>\\n' + "
     "message['content'] + '<|end|>\\n'}}{% elif message['role'] == 'assistant' %}"
     "{{'<|assistant|>\\n' + message['content'] + '<|end|>\\n'}}{% endif %}{% endfor %}";
+
+constexpr const char* kQwen3Source =
+    "{%- for message in messages %}{%- if message.role == 'assistant' %}{%- set content = "
+    "message.content.split('</think>')[-1].lstrip('\\n') %}{%- if loop.index0 > "
+    "ns.last_query_index %}{{- '<|im_start|>' + message.role + '\\n<think>\\n' + "
+    "reasoning_content.strip('\\n') + '\\n</think>\\n\\n' + content }}{%- endif %}"
+    "{{- '<|im_end|>\\n' }}{%- endif %}{%- endfor %}{%- if add_generation_prompt %}"
+    "{{- '<|im_start|>assistant\\n' }}{%- if enable_thinking is defined and enable_thinking "
+    "is false %}{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}{%- endif %}";
 
 void expect_detected(const char* source, ChatTemplateKind expected) {
   Result<ChatTemplateKind> kind = detect_chat_template(source);
@@ -302,6 +418,9 @@ TEST(ChatTemplateTest, DetectsEachFormatByItsMarkers) {
   expect_detected(kZephyrSource, ChatTemplateKind::ZEPHYR);
   expect_detected(kLlama2Source, ChatTemplateKind::LLAMA2);
   expect_detected(kMistralSource, ChatTemplateKind::MISTRAL);
+  expect_detected(kGemmaSource, ChatTemplateKind::GEMMA);
+  expect_detected(kPhi3Source, ChatTemplateKind::PHI3);
+  expect_detected(kQwen3Source, ChatTemplateKind::QWEN3);
 }
 
 TEST(ChatTemplateTest, DetectionOrderDecidesOverlappingMarkers) {
@@ -314,22 +433,25 @@ TEST(ChatTemplateTest, DetectionOrderDecidesOverlappingMarkers) {
 }
 
 TEST(ChatTemplateTest, UnknownOrEmptyTemplateSuggestsTheOverride) {
-  for (const char* source : {kGemmaSource, "", "  \n\t", "{{ messages }}"}) {
+  for (const char* source : {"", "  \n\t", "{{ messages }}", "{{ '<|user|>' }}"}) {
     Result<ChatTemplateKind> kind = detect_chat_template(source);
     ASSERT_FALSE(kind.ok()) << source;
     EXPECT_TRUE(mentions(kind.error(), "--chat-template NAME")) << kind.error().message;
-    EXPECT_TRUE(mentions(kind.error(), "llama2, zephyr, chatml, llama3, mistral"))
-        << kind.error().message;
+    EXPECT_TRUE(mentions(kind.error(), kAllNames)) << kind.error().message;
   }
   EXPECT_TRUE(mentions(detect_chat_template("").error(), "empty"));
-  EXPECT_TRUE(mentions(detect_chat_template(kGemmaSource).error(), "not one of the known"));
+  EXPECT_TRUE(mentions(detect_chat_template("{{ messages }}").error(), "not one of the known"));
 }
 
-TEST(ChatTemplateTest, Phi3IsNotMistakenForZephyr) {
-  Result<ChatTemplateKind> kind = detect_chat_template(kPhi3Source);
-  ASSERT_FALSE(kind.ok());
-  EXPECT_TRUE(mentions(kind.error(), "Phi-3")) << kind.error().message;
-  EXPECT_TRUE(mentions(kind.error(), "--chat-template NAME")) << kind.error().message;
+TEST(ChatTemplateTest, DetectionKeepsFamiliesApart) {
+  // Phi-3 shares Zephyr's role headers; its <|end|> decides.
+  expect_detected(kPhi3Source, ChatTemplateKind::PHI3);
+  expect_detected(kZephyrSource, ChatTemplateKind::ZEPHYR);
+  // Qwen2.5 (ChatML, no <think>) stays CHATML; <think> alone, without ChatML, is not Qwen3.
+  expect_detected(kChatMlSource, ChatTemplateKind::CHATML);
+  EXPECT_FALSE(detect_chat_template("{{ '<think>' }}").ok());
+  // A Llama-3 template mentioning <think> is still Llama-3.
+  expect_detected("<|start_header_id|><think>", ChatTemplateKind::LLAMA3);
 }
 
 // ---- detection from a GGUF file ----
@@ -372,13 +494,13 @@ TEST(ChatTemplateTest, GgufWithBadTemplateIsAnError) {
   ASSERT_FALSE(kind.ok());
   EXPECT_TRUE(mentions(kind.error(), "tokenizer.chat_template")) << kind.error().message;
 
-  Result<GgufFile> gemma = gguf_with(
-      "gemma.gguf", {{std::string(kChatTemplateKey), GgufValue{std::string(kGemmaSource)}}});
-  ASSERT_TRUE(gemma.ok()) << gemma.error().message;
-  kind = detect_chat_template(*gemma);
+  Result<GgufFile> unknown = gguf_with(
+      "unknown.gguf", {{std::string(kChatTemplateKey), GgufValue{std::string("{{ messages }}")}}});
+  ASSERT_TRUE(unknown.ok()) << unknown.error().message;
+  kind = detect_chat_template(*unknown);
   ASSERT_FALSE(kind.ok());
   EXPECT_TRUE(mentions(kind.error(),
-                       "gemma.gguf: tokenizer.chat_template: the chat template is "
+                       "unknown.gguf: tokenizer.chat_template: the chat template is "
                        "not one of the known formats"))
       << kind.error().message;
 }
@@ -393,86 +515,6 @@ TEST(ChatTemplateTest, SharedModelsHaveNoTemplate) {
     ASSERT_FALSE(kind.ok()) << name;
     EXPECT_TRUE(mentions(kind.error(), "no tokenizer.chat_template key")) << kind.error().message;
   }
-}
-
-// ---- the BOS contract with the tokenizer ----
-
-size_t count(const std::vector<TokenId>& ids, TokenId id) {
-  return static_cast<size_t>(std::count(ids.begin(), ids.end(), id));
-}
-
-// <unk> 0, <s> 1, </s> 2 (CONTROL), then the 256 byte tokens: every text can be encoded.
-std::unique_ptr<Tokenizer> byte_tokenizer() {
-  Vocab vocab;
-  vocab.kind = TokenizerKind::SPM;
-  vocab.model = "llama";
-  auto add = [&vocab](const std::string& text, TokenType type) {
-    vocab.tokens.push_back(text);
-    vocab.types.push_back(type);
-    vocab.scores.push_back(0.0f);
-  };
-  add("<unk>", TokenType::UNKNOWN);
-  add("<s>", TokenType::CONTROL);
-  add("</s>", TokenType::CONTROL);
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  for (int b = 0; b < 256; ++b) {
-    add(std::string("<0x") + kHex[b >> 4] + kHex[b & 15] + ">", TokenType::BYTE);
-  }
-  vocab.unk_id = 0;
-  vocab.bos_id = 1;
-  vocab.eos_id = 2;
-  vocab.add_bos = true;
-  vocab.add_space_prefix = true;
-  Result<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::create(std::move(vocab));
-  EXPECT_TRUE(tokenizer.ok()) << tokenizer.error().message;
-  return tokenizer.ok() ? std::move(*tokenizer) : nullptr;
-}
-
-// Tokenized as the header says (parse_special, add_special only when !text_has_bos), the rendered
-// text has one BOS per [INST] turn in LLAMA2, and exactly one in MISTRAL and ZEPHYR.
-void expect_bos_contract(const Tokenizer& tokenizer) {
-  const TokenId bos = tokenizer.vocab().bos_id;
-  const TokenId eos = tokenizer.vocab().eos_id;
-  struct Case {
-    ChatTemplateKind kind;
-    size_t n_bos;
-    size_t n_eos;
-  };
-  for (const Case& c : {Case{ChatTemplateKind::LLAMA2, 2, 1}, Case{ChatTemplateKind::MISTRAL, 1, 1},
-                        Case{ChatTemplateKind::ZEPHYR, 1, 4}}) {
-    std::string text = render_ok(c.kind, kConversation, true);
-    std::vector<TokenId> ids =
-        tokenizer.encode(text, /*add_special=*/!text_has_bos(c.kind), /*parse_special=*/true);
-    ASSERT_FALSE(ids.empty());
-    EXPECT_EQ(ids[0], bos) << chat_template_name(c.kind);
-    EXPECT_EQ(count(ids, bos), c.n_bos) << chat_template_name(c.kind);
-    EXPECT_EQ(count(ids, eos), c.n_eos) << chat_template_name(c.kind);
-    if (text_has_bos(c.kind)) {
-      // What the flag prevents: letting the vocab add BOS too gives two in a row.
-      std::vector<TokenId> doubled = tokenizer.encode(text, true, true);
-      ASSERT_GE(doubled.size(), 2u);
-      EXPECT_EQ(doubled[0], bos);
-      EXPECT_EQ(doubled[1], bos);
-    }
-  }
-}
-
-TEST(ChatTemplateTest, RenderedTextTokenizesWithOneBosPerFormatRule) {
-  std::unique_ptr<Tokenizer> tokenizer = byte_tokenizer();
-  ASSERT_NE(tokenizer, nullptr);
-  expect_bos_contract(*tokenizer);
-}
-
-TEST(ChatTemplateTest, RenderedTextTokenizesWithTheRealLlama2Vocab) {
-  TRELLIS_REQUIRE_SHARED();
-  Result<GgufFile> file =
-      GgufFile::open(testing::shared_dir() + "/models/llama-2-tiny-random.gguf");
-  ASSERT_TRUE(file.ok()) << file.error().message;
-  Result<Vocab> vocab = load_vocab(*file);
-  ASSERT_TRUE(vocab.ok()) << vocab.error().message;
-  Result<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::create(std::move(*vocab));
-  ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().message;
-  expect_bos_contract(**tokenizer);
 }
 
 }  // namespace

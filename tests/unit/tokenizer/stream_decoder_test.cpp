@@ -18,31 +18,14 @@ const std::string kSp = "\xE2\x96\x81";  // U+2581
 
 // <unk> 0, <s> 1, </s> 2, <0x00>..<0xFF> at 3..258, then a few pieces.
 std::unique_ptr<Tokenizer> byte_tokenizer() {
-  Vocab vocab;
-  vocab.kind = TokenizerKind::SPM;
-  vocab.model = "llama";
-  auto add = [&vocab](const std::string& text, TokenType type, float score = 0.0f) {
-    vocab.tokens.push_back(text);
-    vocab.types.push_back(type);
-    vocab.scores.push_back(score);
-  };
-  add("<unk>", TokenType::UNKNOWN);
-  add("<s>", TokenType::CONTROL);
-  add("</s>", TokenType::CONTROL);
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  for (int b = 0; b < 256; ++b) {
-    add(std::string("<0x") + kHex[b >> 4] + kHex[b & 15] + ">", TokenType::BYTE);
-  }
-  add(kSp, TokenType::NORMAL, -1.0f);          // 259
-  add(kSp + "caf", TokenType::NORMAL, -2.0f);  // 260
-  add("c", TokenType::NORMAL);
-  add("a", TokenType::NORMAL);
-  add("f", TokenType::NORMAL);
-  add(kSp + "c", TokenType::NORMAL, -3.0f);
-  add(kSp + "ca", TokenType::NORMAL, -2.5f);
-  vocab.unk_id = 0;
-  vocab.bos_id = 1;
-  vocab.eos_id = 2;
+  Vocab vocab = testing::byte_fallback_vocab();
+  testing::add_token(vocab, kSp, TokenType::NORMAL, -1.0f);          // 259
+  testing::add_token(vocab, kSp + "caf", TokenType::NORMAL, -2.0f);  // 260
+  testing::add_token(vocab, "c", TokenType::NORMAL);
+  testing::add_token(vocab, "a", TokenType::NORMAL);
+  testing::add_token(vocab, "f", TokenType::NORMAL);
+  testing::add_token(vocab, kSp + "c", TokenType::NORMAL, -3.0f);
+  testing::add_token(vocab, kSp + "ca", TokenType::NORMAL, -2.5f);
   vocab.add_bos = true;
   vocab.add_space_prefix = true;
   Result<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::create(std::move(vocab));
