@@ -139,7 +139,7 @@ TEST_F(CliTest, BadInputGivesClearErrors) {
   CommandResult preset = run_cli("model synth --preset huge -o /tmp/x.gguf");
   EXPECT_EQ(preset.exit_code, 1);
   EXPECT_NE(preset.output.find("unknown preset 'huge'"), std::string::npos);
-  CommandResult type = run_cli("model synth --type q6_k -o /tmp/x.gguf");
+  CommandResult type = run_cli("model synth --type q8_k -o /tmp/x.gguf");
   EXPECT_EQ(type.exit_code, 1);
   EXPECT_NE(type.output.find("unsupported type"), std::string::npos);
   CommandResult arch = run_cli("model synth --arch gpt2 -o /tmp/x.gguf");
