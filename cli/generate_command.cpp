@@ -117,20 +117,12 @@ Result<std::vector<RequestHandle>> submit(Engine& engine, const GenerateArgs& ar
 }
 
 int run_generate(GenerateArgs& args) {
-  std::vector<PromptInput> prompts;
-  for (const std::string& text : args.prompts) prompts.push_back({text, {}, false});
-  if (!args.prompts_file.empty()) {
-    Result<std::vector<PromptInput>> more = read_prompts_file(args.prompts_file);
-    if (!more.ok()) {
-      std::fprintf(stderr, "error: %s\n", more.error().message.c_str());
-      return 1;
-    }
-    prompts.insert(prompts.end(), more->begin(), more->end());
-  }
-  if (prompts.empty()) {
-    std::fprintf(stderr, "error: give a prompt with -p TEXT or --prompts-file FILE\n");
+  Result<std::vector<PromptInput>> collected = collect_prompts(args.prompts, args.prompts_file);
+  if (!collected.ok()) {
+    std::fprintf(stderr, "error: %s\n", collected.error().message.c_str());
     return 1;
   }
+  std::vector<PromptInput> prompts = std::move(collected).value();
   if (args.fork < 1) {
     std::fprintf(stderr, "error: --fork must be at least 1\n");
     return 1;

@@ -45,20 +45,12 @@ nlohmann::json positions_json(const LogitsArgs& args, const std::vector<TokenId>
 }
 
 int run_logits(LogitsArgs& args) {
-  std::vector<PromptInput> prompts;
-  for (const std::string& text : args.prompts) prompts.push_back({text, {}, false});
-  if (!args.prompts_file.empty()) {
-    Result<std::vector<PromptInput>> more = read_prompts_file(args.prompts_file);
-    if (!more.ok()) {
-      std::fprintf(stderr, "error: %s\n", more.error().message.c_str());
-      return 1;
-    }
-    prompts.insert(prompts.end(), more->begin(), more->end());
-  }
-  if (prompts.empty()) {
-    std::fprintf(stderr, "error: give a prompt with -p TEXT or --prompts-file FILE\n");
+  Result<std::vector<PromptInput>> collected = collect_prompts(args.prompts, args.prompts_file);
+  if (!collected.ok()) {
+    std::fprintf(stderr, "error: %s\n", collected.error().message.c_str());
     return 1;
   }
+  std::vector<PromptInput> prompts = std::move(collected).value();
   std::unique_ptr<Engine> engine = args.engine.open_engine();
   if (!engine) return 1;
   // One JSON object per prompt, one per line.

@@ -33,4 +33,17 @@ Result<std::vector<PromptInput>> read_prompts_file(const std::string& path) {
   return prompts;
 }
 
+Result<std::vector<PromptInput>> collect_prompts(const std::vector<std::string>& texts,
+                                                 const std::string& prompts_file) {
+  std::vector<PromptInput> prompts;
+  for (const std::string& text : texts) prompts.push_back({text, {}, false});
+  if (!prompts_file.empty()) {
+    Result<std::vector<PromptInput>> more = read_prompts_file(prompts_file);
+    if (!more.ok()) return more.error();
+    prompts.insert(prompts.end(), more->begin(), more->end());
+  }
+  if (prompts.empty()) return Error{"give a prompt with -p TEXT or --prompts-file FILE"};
+  return prompts;
+}
+
 }  // namespace trellis::cli

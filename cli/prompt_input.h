@@ -20,4 +20,9 @@ struct PromptInput {
 // Errors name the file and line.
 Result<std::vector<PromptInput>> read_prompts_file(const std::string& path);
 
+// The -p texts, then the lines of `prompts_file` (when not empty). Errors: the file's, or no
+// prompt at all.
+Result<std::vector<PromptInput>> collect_prompts(const std::vector<std::string>& texts,
+                                                 const std::string& prompts_file);
+
 }  // namespace trellis::cli
