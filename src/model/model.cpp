@@ -142,6 +142,14 @@ Result<std::unique_ptr<Model>> Model::load(const GgufFile& file) {
     if (!factors.ok()) return for_family(factors.error());
     model->rope_freqs_ = std::move(factors).value();
   }
+  // Phi-3.5 / Phi-4-mini (128k context) scale RoPE with LongRoPE factors and an attention factor
+  // that this forward pass does not apply yet: refuse them rather than compute other logits.
+  for (const char* name : {"rope_factors_long.weight", "rope_factors_short.weight"}) {
+    if (file.find_tensor(name) != nullptr) {
+      return Error{file.name() + ": tensor '" + name +
+                   "': LongRoPE scaling is not supported yet (" + hp->arch + ")"};
+    }
+  }
   for (int64_t il = 0; il < hp->n_layer; ++il) {
     LayerWeights layer;
     Status bound = model->bind_layer(file, il, layer);

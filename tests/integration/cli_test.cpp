@@ -104,6 +104,37 @@ TEST(CliModelInfo, NamesTheFamilyAndTheFirstMissingTensor) {
                 "missing tensor 'blk.1.attn_k.bias' (required by the qwen2 architecture)"),
             std::string::npos)
       << j["not_runnable_because"];
+  // A Phi-3.5-style file with LongRoPE factors is refused by name, not run with other rope.
+  const std::string longrope = testing::temp_dir() + "/phi3-longrope.gguf";
+  {
+    Result<GgufFile> in =
+        GgufFile::open(testing::shared_dir() + "/reference-arch/phi3-tiny-f32.gguf");
+    ASSERT_TRUE(in.ok());
+    GgufWriter writer;
+    writer.copy_metadata(*in, "");
+    for (const GgufTensor& t : in->tensors())
+      ASSERT_TRUE(writer.add_tensor(t.name, t.type, t.shape).ok());
+    ASSERT_TRUE(writer.add_tensor("rope_factors_long.weight", DType::F32, {32}).ok());
+    ASSERT_TRUE(writer.begin(longrope).ok());
+    for (const GgufTensor& t : in->tensors()) {
+      ASSERT_TRUE(writer
+                      .write_tensor_data(std::span<const uint8_t>(
+                          static_cast<const uint8_t*>(t.data), static_cast<size_t>(t.n_bytes)))
+                      .ok());
+    }
+    const std::vector<float> ones(32, 1.0f);
+    ASSERT_TRUE(writer
+                    .write_tensor_data(std::span<const uint8_t>(
+                        reinterpret_cast<const uint8_t*>(ones.data()), ones.size() * 4))
+                    .ok());
+    ASSERT_TRUE(writer.finish().ok());
+  }
+  nlohmann::json lr = nlohmann::json::parse(stdout_only("model info --json " + longrope));
+  EXPECT_FALSE(lr["runnable"].get<bool>());
+  EXPECT_NE(lr["not_runnable_because"].get<std::string>().find(
+                "'rope_factors_long.weight': LongRoPE scaling is not supported yet (phi3)"),
+            std::string::npos)
+      << lr["not_runnable_because"];
   CommandResult run = run_cli("generate -n 2 -m " + broken + " -p hello");
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_NE(run.output.find("missing tensor 'blk.1.attn_k.bias'"), std::string::npos) << run.output;
