@@ -1,6 +1,7 @@
 // A self-contained check of the NEON kernels (no GoogleTest, so it cross-builds in seconds and
 // runs under qemu-aarch64): every variant this CPU supports against the scalar reference, bit for
-// bit, for every weight type (types without a NEON kernel go through the scalar fallback), the
+// bit, for every weight type (types without a NEON kernel go through the scalar fallback; the
+// check prints which is which and fails if a type that must have a NEON kernel lacks one), the
 // activation quantizers against the scalar ones, and batch invariance with 1, 2 and 3 threads.
 // Exits 1 on the first mismatch. Run by scripts/arm-check.sh.
 #include <cmath>
@@ -139,6 +140,23 @@ void check_activation_quantizers(std::mt19937& rng) {
   }
 }
 
+// Reports, per type, whether `isa` runs its own kernel or the scalar fallback, and fails when a
+// type listed in `required` falls back (so a kernel dropped from the table cannot pass as
+// "bit-identical to scalar" merely because the scalar kernel ran).
+void check_kernel_coverage(KernelIsa isa, const DType* types, int n_types, const DType* required,
+                           int n_required) {
+  const kd::KernelTable& table = kd::isa_table(isa);
+  for (int i = 0; i < n_types; ++i) {
+    const bool own = kd::table_kernel(table, types[i]) != nullptr;
+    std::printf("  %-5s %s: %s\n", std::string(kernel_isa_name(isa)).c_str(),
+                std::string(dtype_name(types[i])).c_str(), own ? "own kernel" : "scalar fallback");
+  }
+  for (int i = 0; i < n_required; ++i) {
+    check(kd::table_kernel(table, required[i]) != nullptr, "own kernel registered", required[i],
+          isa, 0);
+  }
+}
+
 }  // namespace
 }  // namespace trellis
 
@@ -149,8 +167,16 @@ int main() {
                          DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
                          DType::Q4_K, DType::Q5_K, DType::Q6_K};
   std::printf("best kernel ISA: %s\n", std::string(kernel_isa_name(best_kernel_isa())).c_str());
+  // The types the NEON table must cover with its own kernels (checked when NEON runs).
+  const DType neon_required[] = {DType::F16,  DType::Q4_0, DType::Q8_0,
+                                 DType::Q4_K, DType::Q5_K, DType::Q6_K};
+  const int n_types = static_cast<int>(sizeof(types) / sizeof(types[0]));
   for (KernelIsa isa : {KernelIsa::SCALAR, KernelIsa::AVX2, KernelIsa::NEON}) {
     if (!kernel_isa_supported(isa)) continue;
+    if (isa == KernelIsa::NEON) {
+      check_kernel_coverage(isa, types, n_types, neon_required,
+                            static_cast<int>(sizeof(neon_required) / sizeof(neon_required[0])));
+    }
     for (DType type : types) check_type(type, isa, rng);
   }
   check_activation_quantizers(rng);

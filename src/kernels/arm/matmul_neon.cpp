@@ -1,5 +1,6 @@
-// NEON (AArch64 Advanced SIMD) matmul for F16, Q8_0 and Q4_0, and the ActQ8_0 / ActQ8_K
-// quantizers: the arithmetic contract of matmul_internal.h, bit-identical to the scalar reference.
+// NEON (AArch64 Advanced SIMD) matmul for F16, Q8_0 and Q4_0, the ActQ8_0 / ActQ8_K quantizers,
+// and the NEON kernel table (which also gathers the K-type kernels of matmul_qk_neon.cpp): the
+// arithmetic contract of matmul_internal.h, bit-identical to the scalar reference.
 // The contract's eight float lanes are two float32x4 registers: lo = lanes 0-3, hi = lanes 4-7.
 //
 // Integer dots use only baseline ARMv8.0 instructions (vmull_s8, then pairwise widening adds), so
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/arm/kernels_neon.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/tiling.h"
 #include "quant/half.h"
@@ -245,13 +247,17 @@ void quantize_act_q8_k(const float* x, void* out, int64_t n_in) {
 
 }  // namespace
 
-// F16, Q8_0 and Q4_0 have NEON kernels; the other types fall back to the scalar ones.
+// F16, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K have NEON kernels; the other types fall back to the scalar
+// ones.
 const KernelTable& neon_kernels() {
   static const KernelTable table = [] {
     KernelTable t;
     t.f16 = matmul_f16;
     t.q8_0 = matmul_q8_0;
     t.q4_0 = matmul_q4_0;
+    t.q4_k = neon::matmul_q4_k;
+    t.q5_k = neon::matmul_q5_k;
+    t.q6_k = neon::matmul_q6_k;
     t.quantize_q8_0 = quantize_act_q8_0;
     t.quantize_q8_k = quantize_act_q8_k;
     return t;

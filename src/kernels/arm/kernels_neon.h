@@ -1,0 +1,16 @@
+// The NEON row kernels of arm/ files other than matmul_neon.cpp, gathered into neon_kernels() by
+// matmul_neon.cpp.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/matmul_internal.h"
+
+namespace trellis::kernels_detail::neon {
+
+// arm/matmul_qk_neon.cpp: the K super-block types against ActQ8_K activations.
+void matmul_q4_k(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+void matmul_q5_k(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+void matmul_q6_k(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+
+}  // namespace trellis::kernels_detail::neon
