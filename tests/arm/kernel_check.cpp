@@ -168,8 +168,8 @@ int main() {
                          DType::Q4_K, DType::Q5_K, DType::Q6_K};
   std::printf("best kernel ISA: %s\n", std::string(kernel_isa_name(best_kernel_isa())).c_str());
   // The types the NEON table must cover with its own kernels (checked when NEON runs).
-  const DType neon_required[] = {DType::F16,  DType::Q4_0, DType::Q8_0,
-                                 DType::Q4_K, DType::Q5_K, DType::Q6_K};
+  const DType neon_required[] = {DType::F16,  DType::Q4_0, DType::Q8_0, DType::Q2_K,
+                                 DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
   const int n_types = static_cast<int>(sizeof(types) / sizeof(types[0]));
   for (KernelIsa isa : {KernelIsa::SCALAR, KernelIsa::AVX2, KernelIsa::NEON}) {
     if (!kernel_isa_supported(isa)) continue;

@@ -9,6 +9,8 @@
 namespace trellis::kernels_detail::neon {
 
 // arm/matmul_qk_neon.cpp: the K super-block types against ActQ8_K activations.
+void matmul_q2_k(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+void matmul_q3_k(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void matmul_q4_k(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void matmul_q5_k(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void matmul_q6_k(const MatmulArgs& a, int64_t row_begin, int64_t row_end);

@@ -247,14 +247,15 @@ void quantize_act_q8_k(const float* x, void* out, int64_t n_in) {
 
 }  // namespace
 
-// F16, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K have NEON kernels; the other types fall back to the scalar
-// ones.
+// F16, Q8_0, Q4_0 and Q2_K .. Q6_K have NEON kernels; the other types fall back to the scalar ones.
 const KernelTable& neon_kernels() {
   static const KernelTable table = [] {
     KernelTable t;
     t.f16 = matmul_f16;
     t.q8_0 = matmul_q8_0;
     t.q4_0 = matmul_q4_0;
+    t.q2_k = neon::matmul_q2_k;
+    t.q3_k = neon::matmul_q3_k;
     t.q4_k = neon::matmul_q4_k;
     t.q5_k = neon::matmul_q5_k;
     t.q6_k = neon::matmul_q6_k;
