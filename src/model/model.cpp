@@ -76,9 +76,11 @@ Workspace::Workspace(const ModelHParams& hp, int32_t max_rows) : max_rows_(max_r
   attn.resize(rows * n_q);
   k.resize(rows * n_kv);
   v.resize(rows * n_kv);
-  qkv.resize(rows * (n_q + 2 * n_kv));
+  // The fused projections' outputs exist only for the families that have them.
+  const Architecture* arch = find_architecture(hp.arch);
+  if (arch != nullptr && arch->fused_qkv) qkv.resize(rows * (n_q + 2 * n_kv));
   gate.resize(rows * n_ff);
-  up.resize(rows * 2 * n_ff);
+  up.resize(rows * (arch != nullptr && arch->fused_gate_up ? 2 : 1) * n_ff);
   attention_rows.resize(rows);
 }
 
