@@ -13,12 +13,16 @@
 #include <cstring>
 
 #include "kernels/arm/kernels_neon.h"
+#include "kernels/arm/neon_util.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/tiling.h"
 #include "quant/half.h"
 
 namespace trellis::kernels_detail {
 namespace {
+
+using neon::load_f32;
+using neon::load_u16;
 
 struct Lanes8 {
   float32x4_t lo, hi;
@@ -29,18 +33,6 @@ inline float hsum8(const Lanes8& a) {
   const float32x4_t s = vaddq_f32(a.lo, a.hi);                        // a_k + a_{k+4}
   const float32x2_t t = vadd_f32(vget_low_f32(s), vget_high_f32(s));  // s0 + s2, s1 + s3
   return vget_lane_f32(t, 0) + vget_lane_f32(t, 1);
-}
-
-inline float load_f32(const uint8_t* p) {
-  float v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
-inline uint16_t load_u16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
 }
 
 // ---- F16 ------------------------------------------------------------------------------------

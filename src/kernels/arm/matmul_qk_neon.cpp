@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "kernels/arm/kernels_neon.h"
+#include "kernels/arm/neon_util.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/tiling.h"
 #include "quant/block_types.h"
@@ -28,18 +29,6 @@ namespace {
 // ActQ8_K: d @0, bsums[16] (int16) @4, qs[256] @36.
 static_assert(offsetof(ActQ8_K, bsums) == 4 && offsetof(ActQ8_K, qs) == 36);
 constexpr size_t kActBytes = sizeof(ActQ8_K);
-
-inline float load_f32(const uint8_t* p) {
-  float v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
-inline uint16_t load_u16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
 
 // A decoded super-block of one weight row.
 struct SuperBlock {
