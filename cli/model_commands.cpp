@@ -33,7 +33,8 @@ std::string preset_names() {
 
 struct SynthArgs {
   std::string preset = "tiny";
-  std::string arch;  // empty: the preset's own family
+  std::string arch;      // empty: the preset's own family
+  int64_t longrope = 0;  // 0: the preset's rope; else LongRoPE from this original context
   std::string type = "q4_0";
   uint64_t seed = 0;
   std::string vocab_from;
@@ -55,6 +56,14 @@ int run_synth(const SynthArgs& args) {
       return 1;
     }
     *preset = std::move(recast).value();
+  }
+  if (args.longrope > 0) {
+    Result<ModelPreset> scaled = with_longrope(*preset, args.longrope);
+    if (!scaled.ok()) {
+      std::fprintf(stderr, "error: %s\n", scaled.error().message.c_str());
+      return 1;
+    }
+    *preset = std::move(scaled).value();
   }
   const std::optional<QuantMix> mix = parse_quant_mix(args.type);
   std::optional<DType> type = mix ? quant_mix_base(*mix) : dtype_from_name(args.type);
@@ -102,6 +111,9 @@ void add_model_commands(CLI::App& app, int& exit_code) {
       ->add_option("--type", args->type,
                    "Weight type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1")
       ->capture_default_str();
+  synth->add_option("--longrope", args->longrope,
+                    "phi3: LongRoPE factors (as Phi-3.5) from this original context to the "
+                    "preset's");
   synth->add_option("--seed", args->seed, "Random seed")->capture_default_str();
   synth->add_option("--vocab-from", args->vocab_from, "Copy the tokenizer of this GGUF");
   synth->add_option("-o,--output", args->output, "Output GGUF path")->required();

@@ -117,6 +117,8 @@ Status Engine::init(const std::string& model_path, const EngineConfig& config) {
                         config.kv_tokens, config.prefix_cache);
   if (!runtime.ok()) return runtime.error();
   n_ctx_ = runtime->n_ctx;
+  // No sequence grows beyond the context: RoPE is fixed for it (LongRoPE's factor choice).
+  model_->set_context_length(n_ctx_);
   kv_ = std::move(runtime->kv);
   blocks_ = std::move(runtime->blocks);
   cache_ = std::move(runtime->cache);

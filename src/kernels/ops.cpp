@@ -12,30 +12,30 @@ void rms_norm_row(const float* x, const float* weight, int64_t n, float eps, flo
   for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
 }
 
-void rope_row(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, int32_t position,
-              float freq_base, float freq_scale, RopeStyle style, const float* freq_factors) {
+void rope_row(float* x, int64_t n_heads, int64_t head_dim, int32_t position,
+              const RopeParams& rope) {
   // The angles step by repeated multiplication, and the factors apply in llama.cpp's order, so
-  // that outputs stay comparable with its reference logits.
-  const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(n_rot));
+  // that outputs stay comparable with its reference logits. Each pair's angle is the same in
+  // every head: one cos/sin per pair serves them all.
+  const float theta_scale = std::pow(rope.freq_base, -2.0f / static_cast<float>(rope.n_rot));
   // Pair i is (head[i * first_step], head[i * first_step + partner]).
-  const int64_t n_pairs = n_rot / 2;
-  const int64_t first_step = style == RopeStyle::ADJACENT ? 2 : 1;
-  const int64_t partner = style == RopeStyle::ADJACENT ? 1 : n_pairs;
-  for (int64_t h = 0; h < n_heads; ++h) {
-    float* head = x + h * head_dim;
-    float theta_base = static_cast<float>(position);
-    for (int64_t i = 0; i < n_pairs; ++i) {
-      const float factor = freq_factors != nullptr ? freq_factors[i] : 1.0f;
-      const float theta = freq_scale * (theta_base / factor);
-      const float cos_t = std::cos(theta);
-      const float sin_t = std::sin(theta);
-      float* first = head + i * first_step;
+  const int64_t n_pairs = rope.n_rot / 2;
+  const int64_t first_step = rope.style == RopeStyle::ADJACENT ? 2 : 1;
+  const int64_t partner = rope.style == RopeStyle::ADJACENT ? 1 : n_pairs;
+  float theta_base = static_cast<float>(position);
+  for (int64_t i = 0; i < n_pairs; ++i) {
+    const float factor = rope.freq_factors != nullptr ? rope.freq_factors[i] : 1.0f;
+    const float theta = rope.freq_scale * (theta_base / factor);
+    const float cos_t = std::cos(theta) * rope.attn_factor;
+    const float sin_t = std::sin(theta) * rope.attn_factor;
+    for (int64_t h = 0; h < n_heads; ++h) {
+      float* first = x + h * head_dim + i * first_step;
       const float a = first[0];
       const float b = first[partner];
       first[0] = a * cos_t - b * sin_t;
       first[partner] = a * sin_t + b * cos_t;
-      theta_base *= theta_scale;
     }
+    theta_base *= theta_scale;
   }
 }
 

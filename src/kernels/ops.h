@@ -15,15 +15,26 @@ enum class RopeStyle {
   NEOX,      // pairs (x[i], x[i + n_rot / 2]): the first half against the second (Qwen2, Gemma)
 };
 
+// How RoPE turns the heads of a row.
+struct RopeParams {
+  int64_t n_rot = 0;  // rotated elements per head: even, at most the head size
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;  // 1 / the linear scaling factor
+  RopeStyle style = RopeStyle::ADJACENT;
+  // [n_rot / 2] divisors of each pair's frequency (Llama 3's rope_freqs, Phi-3's LongRoPE
+  // factors); null: all 1.
+  const float* freq_factors = nullptr;
+  float attn_factor = 1.0f;  // multiplies cos and sin (LongRoPE's magnitude correction)
+};
+
 // Rotary position embedding, applied in place to n_heads heads of head_dim values. Pair i
 // (0 <= i < n_rot / 2; its elements chosen by `style`) is rotated by the angle
 //   theta_i = freq_scale * (position * freq_base^(-2i / n_rot) / freq_factors[i])
-// (freq_factors null: all 1; Llama 3's rope_freqs) as
-// (a, b) -> (a cos theta_i - b sin theta_i, a sin theta_i + b cos theta_i). Elements at n_rot and
-// beyond are left as they are. Precondition: n_rot even, n_rot <= head_dim.
-void rope_row(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, int32_t position,
-              float freq_base, float freq_scale, RopeStyle style,
-              const float* freq_factors = nullptr);
+// and scaled by attn_factor (m):
+// (a, b) -> m (a cos theta_i - b sin theta_i, a sin theta_i + b cos theta_i). Elements at n_rot
+// and beyond are left as they are.
+void rope_row(float* x, int64_t n_heads, int64_t head_dim, int32_t position,
+              const RopeParams& rope);
 
 // gate[i] = silu(gate[i]) * up[i]  (SwiGLU), silu(z) = z / (1 + e^-z).
 void silu_mul_row(float* gate, const float* up, int64_t n);

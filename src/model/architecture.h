@@ -16,6 +16,13 @@ enum class FfnActivation {
   GELU_TANH,  // GeGLU with the tanh approximation: down(gelu_tanh(gate) * up)
 };
 
+// Optional per-pair divisors of the RoPE frequencies a family's files may carry.
+enum class RopeFactors {
+  NONE,
+  FREQS,     // rope_freqs.weight: one set (Llama 3's scaling)
+  LONGROPE,  // rope_factors_short/long.weight, chosen by the context (Phi-3.5, Phi-4-mini)
+};
+
 struct Architecture {
   std::string_view name;  // general.architecture, also the prefix of its metadata keys
   RopeStyle rope_style;
@@ -25,9 +32,9 @@ struct Architecture {
   bool post_norms;     // RMSNorm of each sublayer's output before the residual add (gemma3)
   bool fused_gate_up;  // ffn_up holds the gate rows, then the up rows; no ffn_gate (phi3)
   FfnActivation ffn_activation;
-  bool scale_embeddings;   // embeddings multiplied by sqrt(n_embd) before the first layer (gemma3)
-  bool sliding_window;     // local layers attend to a window (attention.sliding_window) (gemma3)
-  bool rope_freq_factors;  // an optional rope_freqs.weight divides each pair's frequency (llama3)
+  bool scale_embeddings;  // embeddings multiplied by sqrt(n_embd) before the first layer (gemma3)
+  bool sliding_window;    // local layers attend to a window (attention.sliding_window) (gemma3)
+  RopeFactors rope_factors;
 };
 
 // The description of `name`, or null when the family is not supported.

@@ -123,6 +123,38 @@ Status Model::bind_layer(const GgufFile& file, int64_t il, LayerWeights& layer) 
   return {};
 }
 
+Status Model::bind_rope_factors(const GgufFile& file) {
+  const int64_t n_pairs = hp_.n_rot / 2;
+  auto bind_if_present = [&](const char* name, std::vector<float>& out) -> Status {
+    if (file.find_tensor(name) == nullptr) return {};
+    Result<std::vector<float>> values = bind_vector(file, name, n_pairs);
+    if (!values.ok()) return values.error();
+    for (float f : *values) {
+      if (!(f > 0 && f < 1e30f))  // a divisor: zero, negative or NaN would poison every angle
+        return Error{file.name() + ": tensor '" + name + "' holds a factor that is not positive"};
+    }
+    out = std::move(values).value();
+    return {};
+  };
+  switch (arch_->rope_factors) {
+    case RopeFactors::NONE:
+      return {};
+    case RopeFactors::FREQS:
+      TRELLIS_TRY(bind_if_present("rope_freqs.weight", rope_short_));
+      break;
+    case RopeFactors::LONGROPE:
+      TRELLIS_TRY(bind_if_present("rope_factors_short.weight", rope_short_));
+      TRELLIS_TRY(bind_if_present("rope_factors_long.weight", rope_long_));
+      break;
+  }
+  set_context_length(hp_.n_ctx_train);
+  return {};
+}
+
+void Model::set_context_length(int64_t n_ctx) {
+  use_rope_long_ = n_ctx > hp_.n_ctx_orig && !rope_long_.empty();
+}
+
 Result<std::unique_ptr<Model>> Model::load(const GgufFile& file) {
   Result<ModelHParams> hp = read_model_hparams(file);
   if (!hp.ok()) return hp.error();
@@ -139,19 +171,8 @@ Result<std::unique_ptr<Model>> Model::load(const GgufFile& file) {
   model->token_embd_ = *embd;
   if (!can_dequantize(model->token_embd_.type))
     return Error{file.name() + ": token_embd.weight type cannot be read"};
-  if (model->arch_->rope_freq_factors && file.find_tensor("rope_freqs.weight") != nullptr) {
-    Result<std::vector<float>> factors = bind_vector(file, "rope_freqs.weight", hp->n_rot / 2);
-    if (!factors.ok()) return for_family(factors.error());
-    model->rope_freqs_ = std::move(factors).value();
-  }
-  // Phi-3.5 / Phi-4-mini (128k context) scale RoPE with LongRoPE factors and an attention factor
-  // that this forward pass does not apply yet: refuse them rather than compute other logits.
-  for (const char* name : {"rope_factors_long.weight", "rope_factors_short.weight"}) {
-    if (file.find_tensor(name) != nullptr) {
-      return Error{file.name() + ": tensor '" + name +
-                   "': LongRoPE scaling is not supported yet (" + hp->arch + ")"};
-    }
-  }
+  Status factors = model->bind_rope_factors(file);
+  if (!factors.ok()) return for_family(factors.error());
   for (int64_t il = 0; il < hp->n_layer; ++il) {
     LayerWeights layer;
     Status bound = model->bind_layer(file, il, layer);
@@ -277,14 +298,18 @@ void Model::rope(int64_t il, int32_t n_rows, Workspace& ws) const {
   const bool local = hp_.is_local_layer(il);
   const auto base = static_cast<float>(local ? hp_.rope_freq_base_swa : hp_.rope_freq_base);
   const auto scale = static_cast<float>(local ? 1.0 : hp_.rope_freq_scale);
-  const float* factors = rope_freqs_.empty() ? nullptr : rope_freqs_.data();
+  const std::vector<float>& factors = use_rope_long_ ? rope_long_ : rope_short_;
+  const RopeParams params{hp_.n_rot,
+                          base,
+                          scale,
+                          arch_->rope_style,
+                          factors.empty() ? nullptr : factors.data(),
+                          static_cast<float>(hp_.rope_attn_factor)};
   const int64_t head_dim = hp_.head_dim();
   for (int32_t r = 0; r < n_rows; ++r) {
     const int32_t position = ws.attention_rows[static_cast<size_t>(r)].position;
-    rope_row(ws.q.data() + r * hp_.n_embd_q(), hp_.n_head, head_dim, hp_.n_rot, position, base,
-             scale, arch_->rope_style, factors);
-    rope_row(ws.k.data() + r * hp_.n_embd_kv(), hp_.n_head_kv, head_dim, hp_.n_rot, position, base,
-             scale, arch_->rope_style, factors);
+    rope_row(ws.q.data() + r * hp_.n_embd_q(), hp_.n_head, head_dim, position, params);
+    rope_row(ws.k.data() + r * hp_.n_embd_kv(), hp_.n_head_kv, head_dim, position, params);
   }
 }
 
@@ -300,6 +325,16 @@ void Model::add_residual(const std::vector<float>& post_norm, int32_t n_rows, Wo
   add_row(ws.x.data(), ws.proj.data(), n_rows * n_embd);
 }
 
+void Model::scale_queries(int32_t n_rows, Workspace& ws) const {
+  // The attention kernel divides by sqrt(head_dim); a model that wants another divisor gets its
+  // queries pre-scaled by the ratio.
+  if (hp_.query_scale_dim == 0 || hp_.query_scale_dim == hp_.head_dim()) return;
+  const auto factor = static_cast<float>(
+      std::sqrt(static_cast<double>(hp_.head_dim()) / static_cast<double>(hp_.query_scale_dim)));
+  const int64_t n = n_rows * hp_.n_embd_q();
+  for (int64_t i = 0; i < n; ++i) ws.q[static_cast<size_t>(i)] *= factor;
+}
+
 void Model::attention_block(const LayerWeights& layer, int64_t il, const ForwardBatch& batch,
                             KvStorage& kv, Workspace& ws, ThreadPool& pool) const {
   const int32_t n_rows = batch.n_rows();
@@ -311,6 +346,7 @@ void Model::attention_block(const LayerWeights& layer, int64_t il, const Forward
   }
   project_qkv(layer, n_rows, ws, pool);
   rope(il, n_rows, ws);
+  scale_queries(n_rows, ws);
   // A local layer's query at position p sees (p - n_swa, p]; a global one sees [0, p].
   const bool local = hp_.is_local_layer(il);
   for (int32_t r = 0; r < n_rows; ++r) {

@@ -91,16 +91,24 @@ class Model {
   void forward(const ForwardBatch& batch, KvStorage& kv, Workspace& ws, ThreadPool& pool,
                float* logits) const;
 
+  // Fixes what depends on the longest sequence the caller will run (n_ctx tokens): a LongRoPE
+  // file uses its long factors when n_ctx exceeds rope.scaling.original_context_length, else its
+  // short ones, as llama.cpp chooses. load() chooses for the training context.
+  void set_context_length(int64_t n_ctx);
+
   // Checks what forward() takes as preconditions, with a clear message.
   Status validate_batch(const ForwardBatch& batch, const KvStorage& kv, const Workspace& ws) const;
 
  private:
   Status bind_layer(const GgufFile& file, int64_t il, LayerWeights& layer) const;
+  // rope_freqs (llama) or rope_factors_short/long (phi3), when the file has them.
+  Status bind_rope_factors(const GgufFile& file);
   void embed(const ForwardBatch& batch, Workspace& ws) const;
   // q, k, v of every row, biased and normed as the family wants, not yet rotated.
   void project_qkv(const LayerWeights& layer, int32_t n_rows, Workspace& ws,
                    ThreadPool& pool) const;
   void rope(int64_t il, int32_t n_rows, Workspace& ws) const;
+  void scale_queries(int32_t n_rows, Workspace& ws) const;
   void attention_block(const LayerWeights& layer, int64_t il, const ForwardBatch& batch,
                        KvStorage& kv, Workspace& ws, ThreadPool& pool) const;
   void ffn_block(const LayerWeights& layer, int32_t n_rows, Workspace& ws, ThreadPool& pool) const;
@@ -111,7 +119,11 @@ class Model {
   ModelHParams hp_;
   WeightView token_embd_;  // [n_embd] x n_vocab rows
   std::vector<LayerWeights> layers_;
-  std::vector<float> rope_freqs_;  // [n_rot / 2] frequency divisors, empty when none
+  // [n_rot / 2] frequency divisors, empty when none: rope_freqs or LongRoPE's short factors,
+  // and LongRoPE's long ones, used instead when use_rope_long_ (see set_context_length).
+  std::vector<float> rope_short_;
+  std::vector<float> rope_long_;
+  bool use_rope_long_ = false;
   std::vector<float> output_norm_;
   WeightView output_;  // token_embd_ when the file ties them
 };

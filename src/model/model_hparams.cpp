@@ -98,6 +98,15 @@ Result<ModelHParams> read_model_hparams(const GgufFile& file) {
   hp.rope_freq_base = *base;
   hp.rope_freq_scale = 1.0 / *factor;
   hp.rms_norm_eps = *eps;
+  Result<double> attn_factor = file.get_float_or(p + "rope.scaling.attn_factor", 1.0);
+  Result<int64_t> n_ctx_orig =
+      file.get_int_or(p + "rope.scaling.original_context_length", hp.n_ctx_train);
+  if (!attn_factor.ok()) return attn_factor.error();
+  if (!n_ctx_orig.ok()) return n_ctx_orig.error();
+  if (!(*attn_factor > 0 && *attn_factor < 1e3) || *n_ctx_orig <= 0)
+    return invalid("rope.scaling.attn_factor and original_context_length must be positive");
+  hp.rope_attn_factor = *attn_factor;
+  hp.n_ctx_orig = *n_ctx_orig;
 
   if (arch->sliding_window) {
     Result<int64_t> window = file.get_int_or(p + "attention.sliding_window", 0);
@@ -114,6 +123,9 @@ Result<ModelHParams> read_model_hparams(const GgufFile& file) {
     hp.swa_pattern = static_cast<int32_t>(*pattern);
     hp.rope_freq_base_swa = *base_swa;
   }
+  constexpr int64_t kGemma3_27bLayers = 62;
+  if (hp.arch == "gemma3" && hp.n_layer == kGemma3_27bLayers)
+    hp.query_scale_dim = hp.n_embd / hp.n_head;
   return hp;
 }
 

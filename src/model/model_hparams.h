@@ -26,6 +26,11 @@ struct ModelHParams {
   int64_t n_rot = 0;  // rope.dimension_count; defaults to the head size
   double rope_freq_base = 10000.0;
   double rope_freq_scale = 1.0;  // 1 / the linear rope scaling factor
+  // LongRoPE (Phi-3.5, Phi-4-mini): rope.scaling.attn_factor multiplies cos and sin, and the
+  // rope_factors_long tensor replaces rope_factors_short when a sequence may grow beyond
+  // rope.scaling.original_context_length (defaults: 1 and the training context).
+  double rope_attn_factor = 1.0;
+  int64_t n_ctx_orig = 0;
   double rms_norm_eps = 1e-5;
   // Sliding-window attention (architectures that have it): layer il is local when
   // il % swa_pattern < swa_pattern - 1; a local layer's query at position p sees positions
@@ -33,6 +38,10 @@ struct ModelHParams {
   int32_t n_swa = 0;
   int32_t swa_pattern = 1;
   double rope_freq_base_swa = 10000.0;
+  // The attention scores are q.k / sqrt(query_scale_dim): the head size, except in Gemma 3 27B
+  // (query_pre_attn_scalar = n_embd / n_head, which its GGUF files do not carry; llama.cpp
+  // recognizes the model by its 62 layers). 0: the head size.
+  int64_t query_scale_dim = 0;
 
   int64_t head_dim() const { return n_embd_head > 0 ? n_embd_head : n_embd / n_head; }
   int64_t n_embd_q() const { return head_dim() * n_head; }

@@ -30,6 +30,8 @@ void set_family(ModelHParams& hp, std::string_view arch, int64_t n_embd_head) {
   hp.n_embd_head = n_embd_head;
   hp.n_rot = hp.head_dim();
   hp.rope_freq_scale = 1.0;
+  hp.rope_attn_factor = 1.0;
+  hp.n_ctx_orig = hp.n_ctx_train;
   hp.n_swa = 0;
   hp.swa_pattern = 1;
   hp.rope_freq_base_swa = 10000.0;
@@ -44,12 +46,20 @@ void set_family(ModelHParams& hp, std::string_view arch, int64_t n_embd_head) {
   }
 }
 
+void set_longrope(ModelHParams& hp, const LongRopeScaling& scaling) {
+  hp.n_ctx_orig = scaling.original_context;
+  hp.rope_attn_factor = longrope_attn_factor(scaling, hp.n_ctx_train);
+}
+
 // Published configs (HF config.json): vocab, context, width, layers, heads, KV heads, n_ff, head
 // size, rope base, eps and tie_word_embeddings.
 ModelPreset llama32_1b() {
   ModelPreset p{"llama-3.2-1b",
                 "Llama-3.2-1B shapes (llama3): 16 layers, width 2048, GQA 32/8 heads, vocab 128256",
-                make_hparams(128256, 131072, 2048, 16, 32, 8, 8192), true, Llama3RopeScaling{}};
+                make_hparams(128256, 131072, 2048, 16, 32, 8, 8192),
+                true,
+                Llama3RopeScaling{},
+                std::nullopt};
   set_family(p.hparams, "llama3", 0);
   return p;
 }
@@ -57,7 +67,10 @@ ModelPreset llama32_1b() {
 ModelPreset qwen25_05b() {
   ModelPreset p{"qwen2.5-0.5b",
                 "Qwen2.5-0.5B shapes (qwen2): 24 layers, width 896, GQA 14/2 heads, vocab 151936",
-                make_hparams(151936, 32768, 896, 24, 14, 2, 4864), true, std::nullopt};
+                make_hparams(151936, 32768, 896, 24, 14, 2, 4864),
+                true,
+                std::nullopt,
+                std::nullopt};
   set_family(p.hparams, "qwen2", 0);
   return p;
 }
@@ -66,7 +79,10 @@ ModelPreset qwen3_06b() {
   ModelPreset p{"qwen3-0.6b",
                 "Qwen3-0.6B shapes (qwen3): 28 layers, width 1024, GQA 16/8 heads of 128, "
                 "vocab 151936",
-                make_hparams(151936, 40960, 1024, 28, 16, 8, 3072), true, std::nullopt};
+                make_hparams(151936, 40960, 1024, 28, 16, 8, 3072),
+                true,
+                std::nullopt,
+                std::nullopt};
   set_family(p.hparams, "qwen3", 128);
   return p;
 }
@@ -75,7 +91,10 @@ ModelPreset gemma3_1b() {
   ModelPreset p{"gemma-3-1b",
                 "Gemma-3-1B shapes (gemma3): 26 layers, width 1152, GQA 4/1 heads of 256, "
                 "window 512 on 5 of 6 layers, vocab 262144",
-                make_hparams(262144, 32768, 1152, 26, 4, 1, 6912), true, std::nullopt};
+                make_hparams(262144, 32768, 1152, 26, 4, 1, 6912),
+                true,
+                std::nullopt,
+                std::nullopt};
   set_family(p.hparams, "gemma3", 256);
   // The 1B model has no rope scaling (the 4B-27B ones have linear x8).
   p.hparams.n_swa = 512;
@@ -84,13 +103,16 @@ ModelPreset gemma3_1b() {
 }
 
 ModelPreset phi35_mini() {
-  // Phi-3.5-mini's longrope factors (rope_factors_long/short) are not written: the forward pass
-  // does not apply them, and llama.cpp treats their absence as plain RoPE too.
   ModelPreset p{"phi-3.5-mini",
                 "Phi-3.5-mini shapes (phi3): 32 layers, width 3072, 32 heads (no GQA), "
-                "vocab 32064, untied output",
-                make_hparams(32064, 131072, 3072, 32, 32, 32, 8192), false, std::nullopt};
+                "vocab 32064, untied output, LongRoPE from 4k to 128k",
+                make_hparams(32064, 131072, 3072, 32, 32, 32, 8192),
+                false,
+                std::nullopt,
+                std::nullopt};
   set_family(p.hparams, "phi3", 0);
+  p.longrope = LongRopeScaling{4096};
+  set_longrope(p.hparams, *p.longrope);
   return p;
 }
 
@@ -103,12 +125,12 @@ std::string_view family_of(const ModelPreset& preset) {
 const std::vector<ModelPreset>& model_presets() {
   static const std::vector<ModelPreset> presets = {
       {"tiny", "4 layers, width 128, GQA 4/2 heads, vocab 2048 (a few MB, for tests)",
-       make_hparams(2048, 512, 128, 4, 4, 2, 384), false, std::nullopt},
+       make_hparams(2048, 512, 128, 4, 4, 2, 384), false, std::nullopt, std::nullopt},
       {"small", "12 layers, width 768, GQA 12/4 heads, vocab 32000 (~110M parameters)",
-       make_hparams(32000, 2048, 768, 12, 12, 4, 2048), false, std::nullopt},
+       make_hparams(32000, 2048, 768, 12, 12, 4, 2048), false, std::nullopt, std::nullopt},
       {"tinyllama-1.1b",
        "TinyLlama-1.1B shapes: 22 layers, width 2048, GQA 32/4 heads, vocab 32000",
-       make_hparams(32000, 2048, 2048, 22, 32, 4, 5632), false, std::nullopt},
+       make_hparams(32000, 2048, 2048, 22, 32, 4, 5632), false, std::nullopt, std::nullopt},
       llama32_1b(),
       qwen25_05b(),
       qwen3_06b(),
@@ -147,12 +169,49 @@ Result<ModelPreset> preset_for_arch(const ModelPreset& preset, std::string_view 
   out.tied_output = arch != "llama" && arch != "phi3";
   out.llama3_rope =
       arch == "llama3" ? std::optional<Llama3RopeScaling>(Llama3RopeScaling{}) : std::nullopt;
+  out.longrope = std::nullopt;  // phi3 as Phi-3-mini-4k: plain RoPE
   if (arch == "gemma3") {
     hp.n_swa = static_cast<int32_t>(std::min<int64_t>(512, hp.n_ctx_train / 16));
     hp.swa_pattern = hp.n_layer >= 6 ? 6 : 2;
   }
   out.description = preset.description + ", as " + std::string(arch);
   return out;
+}
+
+Result<ModelPreset> with_longrope(const ModelPreset& preset, int64_t original_context) {
+  if (preset.hparams.arch != "phi3") {
+    return Error{"LongRoPE factors exist for phi3 only (the preset is " + preset.hparams.arch +
+                 ")"};
+  }
+  if (original_context < 1 || original_context > preset.hparams.n_ctx_train) {
+    return Error{"the LongRoPE original context must be between 1 and the context (" +
+                 std::to_string(preset.hparams.n_ctx_train) + ")"};
+  }
+  ModelPreset out = preset;
+  out.longrope = LongRopeScaling{original_context};
+  set_longrope(out.hparams, *out.longrope);
+  return out;
+}
+
+std::vector<float> longrope_factors(const LongRopeScaling& scaling, int64_t n_rot,
+                                    int64_t n_ctx_train, bool long_factors) {
+  const double top = long_factors ? static_cast<double>(n_ctx_train) /
+                                        static_cast<double>(scaling.original_context)
+                                  : 2.0;
+  const int64_t n_pairs = n_rot / 2;
+  std::vector<float> factors;
+  for (int64_t i = 0; i < n_pairs; ++i) {
+    const double t = n_pairs > 1 ? static_cast<double>(i) / static_cast<double>(n_pairs - 1) : 0;
+    factors.push_back(static_cast<float>(1.0 + (std::max(top, 1.0) - 1.0) * t * t));
+  }
+  return factors;
+}
+
+double longrope_attn_factor(const LongRopeScaling& scaling, int64_t n_ctx_train) {
+  const double scale =
+      static_cast<double>(n_ctx_train) / static_cast<double>(scaling.original_context);
+  if (scale <= 1.0) return 1.0;
+  return std::sqrt(1.0 + std::log(scale) / std::log(static_cast<double>(scaling.original_context)));
 }
 
 std::vector<float> llama3_rope_factors(const Llama3RopeScaling& scaling, int64_t n_rot,

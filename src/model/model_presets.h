@@ -22,12 +22,21 @@ struct Llama3RopeScaling {
   int64_t original_context = 8192;
 };
 
+// LongRoPE (Phi-3.5-mini, Phi-4-mini): per-pair frequency divisors for contexts up to
+// original_context (the short factors) and beyond it (the long ones), and an attention factor
+// sqrt(1 + ln(n_ctx_train / original_context) / ln(original_context)) as llama.cpp's converter
+// derives it. Files carry them as rope_factors_short/long.weight and rope.scaling.* keys.
+struct LongRopeScaling {
+  int64_t original_context = 4096;
+};
+
 struct ModelPreset {
   std::string name;
   std::string description;
   ModelHParams hparams;      // hparams.arch is the family written to general.architecture
   bool tied_output = false;  // no output.weight: the logits reuse token_embd.weight
   std::optional<Llama3RopeScaling> llama3_rope;  // write rope_freqs.weight (arch llama only)
+  std::optional<LongRopeScaling> longrope;       // write LongRoPE's factors (arch phi3 only)
 };
 
 // tiny (a few MB, for tests), small (~110M parameters), tinyllama-1.1b (TinyLlama-1.1B's shapes),
@@ -55,5 +64,16 @@ Result<ModelPreset> preset_for_arch(const ModelPreset& preset, std::string_view 
 // original_context / low_freq_factor get `factor`, and those between are interpolated smoothly.
 std::vector<float> llama3_rope_factors(const Llama3RopeScaling& scaling, int64_t n_rot,
                                        double base);
+
+// `preset` (family phi3) with LongRoPE scaling from `original_context` tokens to its context,
+// as Phi-3.5-mini's files carry it; errors for other families or a context out of range.
+Result<ModelPreset> with_longrope(const ModelPreset& preset, int64_t original_context);
+
+// Smooth LongRoPE-like factors for a synthesized model (real files carry factors searched per
+// model): short ones from 1 to 2, long ones from 1 to n_ctx_train / original_context, growing
+// with the pair's wavelength.
+std::vector<float> longrope_factors(const LongRopeScaling& scaling, int64_t n_rot,
+                                    int64_t n_ctx_train, bool long_factors);
+double longrope_attn_factor(const LongRopeScaling& scaling, int64_t n_ctx_train);
 
 }  // namespace trellis

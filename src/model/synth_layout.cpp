@@ -73,6 +73,15 @@ std::vector<SynthTensor> synth_tensor_list(const ModelPreset& preset, DType type
     freqs.values = llama3_rope_factors(*preset.llama3_rope, hp.n_rot, hp.rope_freq_base);
     list.push_back(std::move(freqs));
   }
+  if (preset.longrope) {
+    for (bool long_factors : {false, true}) {
+      SynthTensor factors =
+          vector(long_factors ? "rope_factors_long.weight" : "rope_factors_short.weight",
+                 hp.n_rot / 2, SynthFill::VALUES);
+      factors.values = longrope_factors(*preset.longrope, hp.n_rot, hp.n_ctx_train, long_factors);
+      list.push_back(std::move(factors));
+    }
+  }
   return list;
 }
 
@@ -101,6 +110,10 @@ void set_arch_metadata(GgufWriter& writer, const ModelPreset& preset) {
   if (hp.rope_freq_scale != 1.0) {
     writer.set(p + "rope.scaling.type", GgufValue{std::string("linear")});
     writer.set(p + "rope.scaling.factor", f32(1.0 / hp.rope_freq_scale));
+  }
+  if (preset.longrope) {
+    writer.set(p + "rope.scaling.attn_factor", f32(hp.rope_attn_factor));
+    writer.set(p + "rope.scaling.original_context_length", u32(hp.n_ctx_orig));
   }
   if (arch->sliding_window) {
     writer.set(p + "attention.sliding_window", u32(hp.n_swa));

@@ -2,14 +2,19 @@
 // tiny random-weight files in ../shared/reference-arch (F32 and Q4_K_M each), through the engine
 // that serves every request: the logits of every prompt position, and the greedy continuations
 // of all six prompts submitted at once with the prefix cache on, which must also equal the same
-// prompts run one by one with the cache off.
+// prompts run one by one with the cache off. Phi-3.5-style LongRoPE (long and short factors with
+// an attention factor) is checked on tiny files the test synthesizes, against llama.cpp outputs
+// kept in tests/data/longrope.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "engine/engine.h"
+#include "model/model_presets.h"
+#include "model/synth_model.h"
 #include "reference_outputs.h"
 #include "test_support.h"
 
@@ -26,7 +31,10 @@ struct ArchCase {
   // Greedy tokens may depart from the reference only at a step whose reference top-2 margin is
   // below this: there the two implementations' rounding may legitimately pick differently.
   float greedy_margin;
-  int min_equal_steps;  // of the 6 x 24 steps, at least this many equal before any departure
+  int min_equal_steps;  // of the prompts x 24 steps, at least this many equal before any departure
+  // 0: a file of ../shared/reference-arch. N: `model synth --preset tiny --arch phi3 --longrope N
+  // --type f32 --seed 7`, written by the test (tests/data/longrope/README.md).
+  int64_t longrope = 0;
 };
 
 // F32: only the summation order differs from llama.cpp (gemma3: llama.cpp's GELU goes through an
@@ -38,18 +46,43 @@ struct ArchCase {
 // are the measured counts (144, 140, 144, 120, 144, 138, 143, 42, 144, 144 in the order below)
 // less a margin for other kernels' rounding.
 const ArchCase kCases[] = {
-    {"llama-tiny-f32.gguf", 1e-4f, 1e-2f, 140},  {"llama-tiny-q4_k_m.gguf", 0.25f, 0.25f, 130},
-    {"qwen2-tiny-f32.gguf", 1e-4f, 1e-2f, 140},  {"qwen2-tiny-q4_k_m.gguf", 0.25f, 0.25f, 110},
-    {"qwen3-tiny-f32.gguf", 1e-4f, 1e-2f, 140},  {"qwen3-tiny-q4_k_m.gguf", 0.25f, 0.25f, 128},
-    {"gemma3-tiny-f32.gguf", 5e-3f, 1e-2f, 138}, {"gemma3-tiny-q4_k_m.gguf", 0.25f, 0.25f, 36},
-    {"phi3-tiny-f32.gguf", 1e-4f, 1e-2f, 140},   {"phi3-tiny-q4_k_m.gguf", 0.25f, 0.25f, 136},
+    {"llama-tiny-f32.gguf", 1e-4f, 1e-2f, 140},
+    {"llama-tiny-q4_k_m.gguf", 0.25f, 0.25f, 130},
+    {"qwen2-tiny-f32.gguf", 1e-4f, 1e-2f, 140},
+    {"qwen2-tiny-q4_k_m.gguf", 0.25f, 0.25f, 110},
+    {"qwen3-tiny-f32.gguf", 1e-4f, 1e-2f, 140},
+    {"qwen3-tiny-q4_k_m.gguf", 0.25f, 0.25f, 128},
+    {"gemma3-tiny-f32.gguf", 5e-3f, 1e-2f, 138},
+    {"gemma3-tiny-q4_k_m.gguf", 0.25f, 0.25f, 36},
+    {"phi3-tiny-f32.gguf", 1e-4f, 1e-2f, 140},
+    {"phi3-tiny-q4_k_m.gguf", 0.25f, 0.25f, 136},
+    // The engine's 256-token context exceeds 8 (long factors) and not 256 (short factors), as the
+    // reference's contexts did.
+    {"phi3-longrope8-f32.gguf", 1e-4f, 1e-2f, 90, 8},
+    {"phi3-longrope256-f32.gguf", 1e-4f, 1e-2f, 90, 256},
 };
 
-std::string reference_path(const std::string& file) {
-  return testing::shared_dir() + "/reference-arch/" + file;
+std::string reference_path(const ArchCase& c) {
+  if (c.longrope > 0) return std::string(TRELLIS_SOURCE_DIR) + "/tests/data/longrope/" + c.file;
+  return testing::shared_dir() + "/reference-arch/" + c.file;
 }
 
-std::unique_ptr<Engine> load(const std::string& file, bool cache) {
+// The model file of a case; a LongRoPE one is synthesized on first use.
+std::string model_path(const ArchCase& c) {
+  if (c.longrope == 0) return reference_path(c);
+  const std::string path = testing::temp_dir() + "/" + c.file;
+  if (std::filesystem::exists(path)) return path;
+  Result<ModelPreset> phi3 = preset_for_arch(*find_model_preset("tiny"), "phi3");
+  EXPECT_TRUE(phi3.ok());
+  Result<ModelPreset> preset = with_longrope(*phi3, c.longrope);
+  EXPECT_TRUE(preset.ok()) << preset.error().message;
+  const Status written =
+      synthesize_model(SynthOptions{*preset, DType::F32, 7, "", path, 2, false, std::nullopt});
+  EXPECT_TRUE(written.ok()) << written.error().message;
+  return path;
+}
+
+std::unique_ptr<Engine> load(const ArchCase& c, bool cache) {
   EngineConfig config;
   config.n_threads = 2;
   config.n_ctx = 256;
@@ -58,7 +91,7 @@ std::unique_ptr<Engine> load(const std::string& file, bool cache) {
   config.scheduler.max_batch_tokens = 48;  // the longer prompts run in several chunks
   config.scheduler.max_seqs = 8;
   config.prefix_cache.enabled = cache;
-  Result<std::unique_ptr<Engine>> engine = Engine::create(reference_path(file), config);
+  Result<std::unique_ptr<Engine>> engine = Engine::create(model_path(c), config);
   EXPECT_TRUE(engine.ok()) << engine.error().message;
   return engine.ok() ? std::move(engine).value() : nullptr;
 }
@@ -75,15 +108,15 @@ EngineRequest greedy_request(const GreedyCase& c) {
 class ArchReference : public ::testing::TestWithParam<ArchCase> {};
 
 TEST_P(ArchReference, PromptLogitsMatch) {
-  TRELLIS_REQUIRE_SHARED();
   const ArchCase& param = GetParam();
-  std::unique_ptr<Engine> engine = load(param.file, /*cache=*/true);
+  if (param.longrope == 0) TRELLIS_REQUIRE_SHARED();
+  std::unique_ptr<Engine> engine = load(param, /*cache=*/true);
   ASSERT_NE(engine, nullptr);
   const std::vector<GreedyCase> greedy =
-      testing::read_greedy(reference_path(param.file) + ".greedy.txt");
+      testing::read_greedy(reference_path(param) + ".greedy.txt");
   const std::vector<LogitsCase> logits =
-      testing::read_logits(reference_path(param.file) + ".logits.txt");
-  ASSERT_EQ(logits.size(), 6u);
+      testing::read_logits(reference_path(param) + ".logits.txt");
+  ASSERT_EQ(logits.size(), param.longrope > 0 ? 4u : 6u);
   ASSERT_EQ(greedy.size(), logits.size());
   for (size_t i = 0; i < logits.size(); ++i) {
     const LogitsCase& c = logits[i];
@@ -115,13 +148,12 @@ TEST_P(ArchReference, PromptLogitsMatch) {
 }
 
 TEST_P(ArchReference, GreedyContinuationsMatchBatchedAndAlone) {
-  TRELLIS_REQUIRE_SHARED();
   const ArchCase& param = GetParam();
-  const std::vector<GreedyCase> cases =
-      testing::read_greedy(reference_path(param.file) + ".greedy.txt");
-  ASSERT_EQ(cases.size(), 6u);
-  // All six at once, sharing batches and the prefix cache ...
-  std::unique_ptr<Engine> batched = load(param.file, /*cache=*/true);
+  if (param.longrope == 0) TRELLIS_REQUIRE_SHARED();
+  const std::vector<GreedyCase> cases = testing::read_greedy(reference_path(param) + ".greedy.txt");
+  ASSERT_EQ(cases.size(), param.longrope > 0 ? 4u : 6u);
+  // All at once, sharing batches and the prefix cache ...
+  std::unique_ptr<Engine> batched = load(param, /*cache=*/true);
   ASSERT_NE(batched, nullptr);
   std::vector<RequestHandle> handles;
   for (const GreedyCase& c : cases) {
@@ -130,7 +162,7 @@ TEST_P(ArchReference, GreedyContinuationsMatchBatchedAndAlone) {
     handles.push_back(*h);
   }
   // ... and one by one with the cache off: the same tokens.
-  std::unique_ptr<Engine> alone = load(param.file, /*cache=*/false);
+  std::unique_ptr<Engine> alone = load(param, /*cache=*/false);
   ASSERT_NE(alone, nullptr);
   int compared = 0;
   for (size_t i = 0; i < cases.size(); ++i) {

@@ -104,7 +104,7 @@ TEST(CliModelInfo, NamesTheFamilyAndTheFirstMissingTensor) {
                 "missing tensor 'blk.1.attn_k.bias' (required by the qwen2 architecture)"),
             std::string::npos)
       << j["not_runnable_because"];
-  // A Phi-3.5-style file with LongRoPE factors is refused by name, not run with other rope.
+  // A Phi-3.5-style file whose LongRoPE factors hold a zero divisor is refused by name.
   const std::string longrope = testing::temp_dir() + "/phi3-longrope.gguf";
   {
     Result<GgufFile> in =
@@ -122,17 +122,18 @@ TEST(CliModelInfo, NamesTheFamilyAndTheFirstMissingTensor) {
                           static_cast<const uint8_t*>(t.data), static_cast<size_t>(t.n_bytes)))
                       .ok());
     }
-    const std::vector<float> ones(32, 1.0f);
+    std::vector<float> factors(32, 1.0f);
+    factors[5] = 0.0f;
     ASSERT_TRUE(writer
                     .write_tensor_data(std::span<const uint8_t>(
-                        reinterpret_cast<const uint8_t*>(ones.data()), ones.size() * 4))
+                        reinterpret_cast<const uint8_t*>(factors.data()), factors.size() * 4))
                     .ok());
     ASSERT_TRUE(writer.finish().ok());
   }
   nlohmann::json lr = nlohmann::json::parse(stdout_only("model info --json " + longrope));
   EXPECT_FALSE(lr["runnable"].get<bool>());
   EXPECT_NE(lr["not_runnable_because"].get<std::string>().find(
-                "'rope_factors_long.weight': LongRoPE scaling is not supported yet (phi3)"),
+                "'rope_factors_long.weight' holds a factor that is not positive"),
             std::string::npos)
       << lr["not_runnable_because"];
   CommandResult run = run_cli("generate -n 2 -m " + broken + " -p hello");

@@ -134,7 +134,7 @@ void expect_rope_close(int64_t n_heads, int64_t head_dim, int64_t n_rot, int32_t
                        float base, float scale, RopeStyle style, uint32_t seed) {
   const std::vector<float> x = random_row(n_heads * head_dim, -2.0f, 2.0f, seed);
   std::vector<float> out = x;
-  rope_row(out.data(), n_heads, head_dim, n_rot, position, base, scale, style);
+  rope_row(out.data(), n_heads, head_dim, position, RopeParams{n_rot, base, scale, style});
   const std::vector<double> ref =
       rope_reference(x, n_heads, head_dim, n_rot, position, base, scale, style);
   const char* name = style == RopeStyle::ADJACENT ? "adjacent" : "neox";
@@ -173,7 +173,7 @@ TEST(Rope, PositionZeroIsTheIdentity) {
   for (RopeStyle style : {RopeStyle::ADJACENT, RopeStyle::NEOX}) {
     const std::vector<float> x = random_row(2 * 64, -2.0f, 2.0f, 9);
     std::vector<float> out = x;
-    rope_row(out.data(), 2, 64, 64, 0, 10000.0f, 1.0f, style);
+    rope_row(out.data(), 2, 64, 0, RopeParams{64, 10000.0f, 1.0f, style});
     EXPECT_EQ(out, x);
   }
 }
@@ -184,8 +184,8 @@ TEST(Rope, StylesPairDifferentElements) {
   // (pair 1, angle 0.1 rad).
   std::vector<float> adjacent(8, 0.0f), neox(8, 0.0f);
   adjacent[1] = neox[1] = 1.0f;
-  rope_row(adjacent.data(), 1, 8, 8, 1, 10000.0f, 1.0f, RopeStyle::ADJACENT);
-  rope_row(neox.data(), 1, 8, 8, 1, 10000.0f, 1.0f, RopeStyle::NEOX);
+  rope_row(adjacent.data(), 1, 8, 1, RopeParams{8, 10000.0f, 1.0f, RopeStyle::ADJACENT});
+  rope_row(neox.data(), 1, 8, 1, RopeParams{8, 10000.0f, 1.0f, RopeStyle::NEOX});
   // (a, b) = (0, 1) -> (-sin t, cos t).
   EXPECT_NEAR(adjacent[0], -std::sin(1.0), 4 * kU);
   EXPECT_NEAR(adjacent[1], std::cos(1.0), 4 * kU);
@@ -193,6 +193,37 @@ TEST(Rope, StylesPairDifferentElements) {
   EXPECT_NEAR(neox[5], std::sin(0.1), 4 * kU);
   for (int d : {2, 3, 4, 5, 6, 7}) EXPECT_EQ(adjacent[static_cast<size_t>(d)], 0.0f) << d;
   for (int d : {0, 2, 3, 4, 6, 7}) EXPECT_EQ(neox[static_cast<size_t>(d)], 0.0f) << d;
+}
+
+TEST(Rope, FreqFactorsDivideTheAnglesAndAttnFactorScales) {
+  // LongRoPE-style factors (one divisor a pair, growing with the pair) and a magnitude factor:
+  // pair i turns by theta_i / f_i and both outputs are scaled by m.
+  constexpr int64_t kHeadDim = 32;
+  constexpr int32_t kPosition = 300;
+  constexpr float kBase = 10000.0f;
+  constexpr float kAttnFactor = 1.19f;
+  std::vector<float> factors(kHeadDim / 2);
+  for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 3.0f * static_cast<float>(i);
+  for (RopeStyle style : {RopeStyle::ADJACENT, RopeStyle::NEOX}) {
+    const std::vector<float> x = random_row(2 * kHeadDim, -2.0f, 2.0f, 11);
+    std::vector<float> out = x;
+    rope_row(out.data(), 2, kHeadDim, kPosition,
+             RopeParams{kHeadDim, kBase, 1.0f, style, factors.data(), kAttnFactor});
+    for (int64_t h = 0; h < 2; ++h) {
+      for (int64_t i = 0; i < kHeadDim / 2; ++i) {
+        const double theta = kPosition * std::pow(kBase, -2.0 * static_cast<double>(i) / kHeadDim) /
+                             factors[static_cast<size_t>(i)];
+        const auto [ia, ib] = pair_of(style, i, kHeadDim);
+        const size_t a = static_cast<size_t>(h * kHeadDim + ia);
+        const size_t b = static_cast<size_t>(h * kHeadDim + ib);
+        const double want_a = kAttnFactor * (x[a] * std::cos(theta) - x[b] * std::sin(theta));
+        const double want_b = kAttnFactor * (x[a] * std::sin(theta) + x[b] * std::cos(theta));
+        const double tol = 2 * rope_tolerance(x[a], x[b], theta, i);
+        EXPECT_NEAR(out[a], want_a, tol) << "head " << h << " pair " << i;
+        EXPECT_NEAR(out[b], want_b, tol) << "head " << h << " pair " << i;
+      }
+    }
+  }
 }
 
 // ---- Activations -----------------------------------------------------------------------------

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 #include <utility>
 
 #include "gguf/gguf_file.h"
@@ -137,6 +138,38 @@ TEST(ModelHParams, ReadsEachFamilysKeys) {
                 "unsupported architecture 'mamba' (supported: llama, qwen2, qwen3, gemma3, phi3)"),
             std::string::npos)
       << unknown.error().message;
+}
+
+TEST(ModelHParams, ReadsLongRopeAndQueryScale) {
+  Result<ModelHParams> plain = read_arch("phi3", [](GgufWriter&) {});
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  EXPECT_EQ(plain->rope_attn_factor, 1.0);
+  EXPECT_EQ(plain->n_ctx_orig, 256) << "defaults to the training context";
+  Result<ModelHParams> longrope = read_arch("phi3", [](GgufWriter& w) {
+    w.set("phi3.rope.scaling.attn_factor", GgufValue{1.25f});
+    w.set("phi3.rope.scaling.original_context_length", GgufValue{uint32_t{64}});
+  });
+  ASSERT_TRUE(longrope.ok()) << longrope.error().message;
+  EXPECT_EQ(longrope->rope_attn_factor, 1.25);
+  EXPECT_EQ(longrope->n_ctx_orig, 64);
+  for (float bad : {0.0f, -1.0f, std::numeric_limits<float>::quiet_NaN()}) {
+    Result<ModelHParams> refused = read_arch(
+        "phi3", [&](GgufWriter& w) { w.set("phi3.rope.scaling.attn_factor", GgufValue{bad}); });
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.error().message.find("attn_factor"), std::string::npos);
+  }
+  // Gemma 3 27B (62 layers) scales queries by n_embd / n_head = 8 instead of its head size 16.
+  auto gemma = [](uint32_t n_layer) {
+    return read_arch("gemma3", [&](GgufWriter& w) {
+      w.set("gemma3.block_count", GgufValue{n_layer});
+      w.set("gemma3.attention.key_length", GgufValue{uint32_t{16}});
+      w.set("gemma3.attention.value_length", GgufValue{uint32_t{16}});
+    });
+  };
+  Result<ModelHParams> g27 = gemma(62), g4 = gemma(34);
+  ASSERT_TRUE(g27.ok() && g4.ok());
+  EXPECT_EQ(g27->query_scale_dim, 8);
+  EXPECT_EQ(g4->query_scale_dim, 0) << "the head size";
 }
 
 TEST(ModelHParams, ReadsTheSharedModel) {

@@ -253,8 +253,23 @@ TEST(SynthArch, RealPresetsCarryThePublishedConfigs) {
     // The tensor list (not written) is the family's, at full size.
     Shapes got;
     for (const SynthTensor& t : synth_tensor_list(*preset, DType::Q4_0)) got[t.name] = t.shape;
-    EXPECT_EQ(got, expected_tensors(preset->llama3_rope ? "llama3" : want.arch, hp));
+    Shapes want_tensors = expected_tensors(preset->llama3_rope ? "llama3" : want.arch, hp);
+    if (preset->longrope) {  // Phi-3.5's LongRoPE factors, one per rotated pair
+      want_tensors["rope_factors_long.weight"] = {hp.n_rot / 2};
+      want_tensors["rope_factors_short.weight"] = {hp.n_rot / 2};
+    }
+    EXPECT_EQ(got, want_tensors);
   }
+  // Phi-3.5-mini: LongRoPE from its original 4k context to 128k, with the converter's attention
+  // factor sqrt(1 + ln(32) / ln(4096)).
+  const ModelPreset phi = *find_model_preset("phi-3.5-mini");
+  ASSERT_TRUE(phi.longrope.has_value());
+  EXPECT_EQ(phi.hparams.n_ctx_orig, 4096);
+  EXPECT_NEAR(phi.hparams.rope_attn_factor, 1.190238, 1e-6);
+  const std::vector<float> long_factors = longrope_factors(*phi.longrope, 96, 131072, true);
+  ASSERT_EQ(long_factors.size(), 48u);
+  EXPECT_FLOAT_EQ(long_factors.front(), 1.0f);
+  EXPECT_FLOAT_EQ(long_factors.back(), 32.0f);
   const ModelHParams gemma = find_model_preset("gemma-3-1b")->hparams;
   EXPECT_EQ(gemma.n_swa, 512);
   EXPECT_EQ(gemma.swa_pattern, 6);
