@@ -426,6 +426,25 @@ ApiResult<CompletionRequest> parse_completion_request(std::string_view body_text
   return request;
 }
 
+// chat_template_kwargs: only enable_thinking (a boolean) is understood.
+bool read_enable_thinking(FieldReader& reader, const json& body) {
+  const json* kwargs = reader.find(body, "chat_template_kwargs");
+  if (kwargs == nullptr) return true;
+  if (!kwargs->is_object()) {
+    reader.type_error("chat_template_kwargs", "an object", *kwargs);
+    return true;
+  }
+  for (const auto& [key, value] : kwargs->items()) {
+    if (key != "enable_thinking") {
+      reader.fail("chat_template_kwargs." + key + " is not supported (only enable_thinking)",
+                  "chat_template_kwargs." + key);
+      return true;
+    }
+  }
+  return reader.boolean(*kwargs, "enable_thinking", "chat_template_kwargs.enable_thinking")
+      .value_or(true);
+}
+
 ApiResult<ChatCompletionRequest> parse_chat_completion_request(std::string_view body_text,
                                                                const ProtocolLimits& limits) {
   ApiResult<json> body = parse_body(body_text);
@@ -444,6 +463,7 @@ ApiResult<ChatCompletionRequest> parse_chat_completion_request(std::string_view 
   request.logprobs = reader.boolean(*body, "logprobs").value_or(false);
   request.top_logprobs = static_cast<int32_t>(
       reader.integer(*body, "top_logprobs", 0, limits.max_top_logprobs).value_or(0));
+  request.enable_thinking = read_enable_thinking(reader, *body);
   if (reader.failed()) return reader.take_error();
   if (request.top_logprobs > 0 && !request.logprobs) {
     return invalid_request_error("top_logprobs requires logprobs to be true", "top_logprobs");

@@ -115,6 +115,10 @@ struct ChatCompletionRequest {
   std::string user;
   std::optional<std::string> cache_salt;
   bool ignore_eos = false;  // extension
+  // chat_template_kwargs.enable_thinking (vLLM's extension): false opens the reply of a Qwen3
+  // model with an empty <think></think> block, so it answers without reasoning. Other keys of
+  // chat_template_kwargs are 400s (the templates are built in, not Jinja).
+  bool enable_thinking = true;
 };
 
 // Parses and validates a request body. Malformed JSON, a body that is not an object, wrong types,

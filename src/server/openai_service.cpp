@@ -208,7 +208,10 @@ ApiResult<std::vector<TokenId>> OpenAiService::render_chat_prompt(
   std::vector<ChatMessage> messages;
   for (const ChatRequestMessage& m : req.messages) messages.push_back({m.role, m.content});
   // Content is tokenized as plain text: only the template writes control tokens.
-  Result<std::vector<TokenId>> tokens = encode_chat(engine_.tokenizer(), *chat_template_, messages);
+  ChatRenderOptions options;
+  options.enable_thinking = req.enable_thinking;
+  Result<std::vector<TokenId>> tokens =
+      encode_chat(engine_.tokenizer(), *chat_template_, messages, options);
   if (!tokens.ok()) return invalid_request_error(tokens.error().message, "messages");
   if (tokens->empty()) return invalid_request_error("the messages render to no tokens", "messages");
   return std::move(tokens).value();

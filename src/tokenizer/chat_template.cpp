@@ -187,23 +187,29 @@ std::string_view without_reasoning(std::string_view content) {
   return answer;
 }
 
+// reasoning_tags: Qwen3's <think> handling (old turns' reasoning dropped; enable_thinking).
 void render_turns(std::span<const ChatMessage> messages, std::span<const Role> roles,
-                  const TurnLayout& layout, bool strip_old_reasoning,
-                  const ChatRenderOptions& options, SegmentWriter& out) {
+                  const TurnLayout& layout, bool reasoning_tags, const ChatRenderOptions& options,
+                  SegmentWriter& out) {
   size_t last_user = 0;
   for (size_t i = 0; i < roles.size(); ++i) {
     if (roles[i] == Role::USER) last_user = i;
   }
   for (size_t i = 0; i < messages.size(); ++i) {
     std::string_view content = messages[i].content;
-    if (strip_old_reasoning && roles[i] == Role::ASSISTANT && i < last_user) {
+    if (reasoning_tags && roles[i] == Role::ASSISTANT && i < last_user) {
       content = without_reasoning(content);
     }
     out.markup(std::string(layout.header_open) + std::string(role_name(roles[i])) +
                std::string(layout.header_close));
     out.content(content).markup(layout.trailer);
   }
-  if (options.add_generation_prompt) out.markup(layout.generation_prompt);
+  if (options.add_generation_prompt) {
+    out.markup(layout.generation_prompt);
+    if (reasoning_tags && !options.enable_thinking) {
+      out.markup("<think>\n\n</think>\n\n");
+    }
+  }
 }
 
 TurnLayout turn_layout(ChatTemplateKind kind, const ChatRenderOptions& options) {

@@ -109,6 +109,9 @@ struct ChatRenderOptions {
   // LLAMA2 and MISTRAL have no such header (a user turn already ends with "[/INST]"), so for them
   // this flag changes nothing.
   bool add_generation_prompt = true;
+  // QWEN3 only: false ends the generation prompt with an empty "<think>\n\n</think>\n\n", as
+  // Qwen3's template does for enable_thinking=false, so the model answers without reasoning.
+  bool enable_thinking = true;
   // How BOS and EOS are spelled in the text, for the formats that write them there (LLAMA2,
   // MISTRAL: both; ZEPHYR: EOS; LLAMA3: BOS; CHATML, QWEN3, GEMMA, PHI3: neither). Normally the
   // vocab's token text. Empty: the format's usual spelling, "<s>" / "</s>" (LLAMA3's BOS:

@@ -491,6 +491,26 @@ TEST(ChatCompletionRequestTest, Defaults) {
   EXPECT_TRUE(r.stop.empty());
   EXPECT_EQ(r.cache_salt, std::nullopt);
   EXPECT_FALSE(r.ignore_eos);
+  EXPECT_TRUE(r.enable_thinking);
+}
+
+TEST(ChatCompletionRequestTest, ChatTemplateKwargsEnableThinkingOnly) {
+  const json messages = {{{"role", "user"}, {"content", "hi"}}};
+  auto off =
+      parse_chat({{"messages", messages}, {"chat_template_kwargs", {{"enable_thinking", false}}}});
+  ASSERT_TRUE(off.ok()) << off.error().message;
+  EXPECT_FALSE(off->enable_thinking);
+  expect_bad_request(
+      parse_chat({{"messages", messages}, {"chat_template_kwargs", {{"tools", json::array()}}}}),
+      "chat_template_kwargs.tools",
+      "chat_template_kwargs.tools is not supported (only enable_thinking)");
+  expect_bad_request(parse_chat({{"messages", messages}, {"chat_template_kwargs", true}}),
+                     "chat_template_kwargs",
+                     "chat_template_kwargs must be an object, got a boolean");
+  expect_bad_request(
+      parse_chat({{"messages", messages}, {"chat_template_kwargs", {{"enable_thinking", "no"}}}}),
+      "chat_template_kwargs.enable_thinking",
+      "chat_template_kwargs.enable_thinking must be a boolean, got a string");
 }
 
 TEST(ChatCompletionRequestTest, MaxTokensAndMaxCompletionTokens) {

@@ -186,6 +186,19 @@ TEST(ChatTemplateTest, Qwen3IsChatMlWithThinkingOnByDefault) {
             "<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n");
 }
 
+TEST(ChatTemplateTest, Qwen3WithoutThinkingOpensAnEmptyThinkBlock) {
+  ChatRenderOptions options;
+  options.enable_thinking = false;
+  Result<std::string> qwen3 = render_chat(ChatTemplateKind::QWEN3, kSingleUser, options);
+  ASSERT_TRUE(qwen3.ok());
+  EXPECT_EQ(*qwen3,
+            "<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  // Only Qwen3 knows the flag; ChatML (Qwen2.5) renders as always.
+  Result<std::string> chatml = render_chat(ChatTemplateKind::CHATML, kSingleUser, options);
+  ASSERT_TRUE(chatml.ok());
+  EXPECT_EQ(*chatml, render_ok(ChatTemplateKind::CHATML, kSingleUser, true));
+}
+
 TEST(ChatTemplateTest, Qwen3DropsReasoningOfEarlierAssistantTurns) {
   const std::vector<ChatMessage> messages = {
       {"user", "2+2?"},
