@@ -1,96 +1,277 @@
 #include "server/http_server.h"
 
-#include <httplib.h>
-#include <sys/socket.h>
-
+#include <optional>
 #include <string>
+#include <unordered_set>
+#include <vector>
 
 #include "server/auth.h"
+#include "server/http_connection.h"
+#include "server/worker_threads.h"
 
 namespace trellis {
 namespace {
 
-// Worker threads beyond the generation slots, so /health and /metrics answer under full load and
-// the request over the limit still gets its 429.
-constexpr int32_t kSpareThreads = 16;
-
-void set_json(httplib::Response& res, const ApiResponse& api) {
-  res.status = api.status;
-  res.set_content(api.body, api.content_type.c_str());
-}
-
-void set_error(httplib::Response& res, const ApiError& error) {
-  set_json(res, OpenAiService::error_response(error));
-}
-
-// Connections the kernel queues before accept(). The library listens with a backlog of 5, too
-// few for a burst of clients connecting at once (the surplus connections then fail), so the
-// server raises it after binding.
+// Connections the kernel queues before accept(), for bursts of clients connecting at once.
 constexpr int kListenBacklog = 1024;
+// Worker threads beyond the generation slots, for /tokenize and /detokenize under full load.
+constexpr int32_t kSpareWorkers = 16;
+// How long shutdown lets cancelled requests write their last events before closing connections.
+constexpr auto kShutdownGrace = std::chrono::milliseconds(2000);
+// After a failed accept (say, out of file descriptors), wait before trying again.
+constexpr auto kAcceptRetry = std::chrono::milliseconds(50);
 
-// Hands a service response to httplib: a whole body, or a stream written as the events come.
-void set_response(httplib::Response& res, ApiResponse api) {
-  if (!api.stream) {
-    set_json(res, api);
-    return;
-  }
-  res.status = api.status;
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
-  auto stream = std::make_shared<std::function<void(const StreamWriter&)>>(std::move(api.stream));
-  auto ran = std::make_shared<bool>(false);
-  res.set_chunked_content_provider(
-      api.content_type.c_str(),
-      [stream, ran](size_t /*offset*/, httplib::DataSink& sink) {
-        *ran = true;
-        (*stream)([&sink](std::string_view data) { return sink.write(data.data(), data.size()); });
-        sink.done();
-        return true;
-      },
-      [stream, ran](bool /*success*/) {
-        // The client left before the stream began: run it against a closed writer, which cancels
-        // its requests and releases their blocks.
-        if (!*ran) (*stream)([](std::string_view) { return false; });
-      });
+enum class Route { HEALTH, METRICS, MODELS, COMPLETIONS, CHAT, TOKENIZE, DETOKENIZE };
+
+struct RouteEntry {
+  http::verb method;
+  std::string_view path;
+  Route route;
+};
+
+constexpr RouteEntry kRoutes[] = {
+    {http::verb::get, "/health", Route::HEALTH},
+    {http::verb::get, "/metrics", Route::METRICS},
+    {http::verb::get, "/v1/models", Route::MODELS},
+    {http::verb::post, "/v1/completions", Route::COMPLETIONS},
+    {http::verb::post, "/v1/chat/completions", Route::CHAT},
+    {http::verb::post, "/tokenize", Route::TOKENIZE},
+    {http::verb::post, "/detokenize", Route::DETOKENIZE},
+};
+
+HttpResponse to_http(const ApiResponse& api) {
+  return HttpResponse{api.status, api.content_type, api.body};
+}
+
+HttpResponse error_response(const ApiError& error) {
+  return to_http(OpenAiService::error_response(error));
 }
 
 }  // namespace
 
-// httplib::Server with access to its listening socket (to raise the backlog).
-class HttpServer::Transport : public httplib::Server {
+// The accepting socket, the live connections and the worker threads; everything but shutdown()
+// and the workers runs on the one thread inside serve().
+class HttpServer::Transport : public HttpRequestHandler {
  public:
-  bool raise_backlog(int backlog) { return ::listen(svr_sock_, backlog) == 0; }
+  explicit Transport(HttpServer& server) : server_(server), acceptor_(io_) {}
+
+  Status bind(const ServerConfig& config, int& port);
+  void serve();
+  void shutdown();
+
+  std::optional<HttpResponse> check_headers(const HttpRequest& request) override;
+  void handle(const std::shared_ptr<HttpConnection>& connection, HttpRequest request) override;
+  void closed(HttpConnection* connection) override { connections_.erase(connection); }
+
+ private:
+  void accept();
+  void on_accept(beast::error_code ec, net::ip::tcp::socket socket);
+  std::optional<Route> find_route(const HttpRequest& request, bool& path_known) const;
+  void serve_elsewhere(const std::shared_ptr<HttpConnection>& connection, Route route,
+                       HttpRequest request);
+
+  HttpServer& server_;
+  net::io_context io_{1};
+  net::ip::tcp::acceptor acceptor_;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> keep_running_;
+  std::unordered_set<HttpConnection*> connections_;
+  WorkerThreads workers_;
+  std::atomic<bool> stopped_{false};
 };
 
-HttpServer::HttpServer(ServerConfig config)
-    : config_(std::move(config)), http_(std::make_unique<Transport>()) {
-  const auto n_threads = static_cast<size_t>(config_.max_concurrent_requests + kSpareThreads);
-  http_->new_task_queue = [n_threads] { return new httplib::ThreadPool(n_threads); };
-  http_->set_payload_max_length(config_.max_body_bytes);
-  http_->set_keep_alive_timeout(2);
-  add_routes();
+Status HttpServer::Transport::bind(const ServerConfig& config, int& port) {
+  const std::string where = config.host + ":" + std::to_string(config.port);
+  beast::error_code ec;
+  net::ip::tcp::resolver resolver(io_);
+  auto endpoints = resolver.resolve(config.host, std::to_string(config.port),
+                                    net::ip::tcp::resolver::passive, ec);
+  if (ec || endpoints.empty()) return Error{"cannot listen on " + where + ": " + ec.message()};
+  const net::ip::tcp::endpoint endpoint = endpoints.begin()->endpoint();
+  acceptor_.open(endpoint.protocol(), ec);
+  // SO_REUSEADDR lets a restarted server bind while old connections linger in TIME_WAIT; it does
+  // not let a second server share a port that is listening (SO_REUSEPORT would, and is not set).
+  if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (!ec) acceptor_.listen(kListenBacklog, ec);
+  if (ec) {
+    return Error{"cannot listen on " + where + ": " + ec.message() +
+                 (ec == net::error::address_in_use ? " (another server has the port)" : "")};
+  }
+  port = acceptor_.local_endpoint().port();
+  return {};
 }
+
+void HttpServer::Transport::serve() {
+  if (stopped_) return;
+  keep_running_.emplace(io_.get_executor());
+  accept();
+  io_.run();
+}
+
+void HttpServer::Transport::accept() {
+  acceptor_.async_accept(io_, [this](beast::error_code ec, net::ip::tcp::socket socket) {
+    on_accept(ec, std::move(socket));
+  });
+}
+
+void HttpServer::Transport::on_accept(beast::error_code ec, net::ip::tcp::socket socket) {
+  if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
+  if (ec) {  // out of descriptors or memory: try again shortly instead of spinning
+    auto timer = std::make_shared<net::steady_timer>(io_, kAcceptRetry);
+    timer->async_wait([this, timer](beast::error_code) { accept(); });
+    return;
+  }
+  if (static_cast<int32_t>(connections_.size()) >= server_.config_.max_connections) {
+    // Best effort, without waiting: a refusal the client can read, then the socket closes.
+    const std::string body =
+        OpenAiService::error_response(server_error("too many connections; retry later", 503)).body;
+    const std::string refusal =
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    beast::error_code ignored;
+    socket.non_blocking(true, ignored);
+    socket.write_some(net::buffer(refusal), ignored);
+    socket.close(ignored);
+  } else {
+    auto connection = std::make_shared<HttpConnection>(std::move(socket), server_.config_, *this);
+    connections_.insert(connection.get());
+    connection->start();
+  }
+  accept();
+}
+
+void HttpServer::Transport::shutdown() {
+  if (stopped_.exchange(true)) return;
+  net::post(io_, [this] {
+    beast::error_code ignored;
+    acceptor_.close(ignored);
+  });
+  // The service has cancelled what runs: the workers write their last events (a stream says it
+  // was cancelled) while the I/O thread still runs. A client that does not read them is not
+  // waited for long: closing its connection fails its writes.
+  workers_.wait_idle_for(kShutdownGrace);
+  net::post(io_, [this] {
+    const std::vector<HttpConnection*> open(connections_.begin(), connections_.end());
+    for (HttpConnection* connection : open) connection->close();
+  });
+  workers_.wait_idle();
+  keep_running_.reset();
+  io_.stop();
+}
+
+std::optional<Route> HttpServer::Transport::find_route(const HttpRequest& request,
+                                                       bool& path_known) const {
+  path_known = false;
+  for (const RouteEntry& entry : kRoutes) {
+    if (entry.path != request.path) continue;
+    path_known = true;
+    if (entry.method == request.method) return entry.route;
+  }
+  return std::nullopt;
+}
+
+std::optional<HttpResponse> HttpServer::Transport::check_headers(const HttpRequest& request) {
+  bool path_known = false;
+  const std::optional<Route> route = find_route(request, path_known);
+  if (!route) {
+    if (path_known) {
+      return error_response(ApiError{405, "method not allowed on " + request.path,
+                                     ApiErrorType::INVALID_REQUEST, std::nullopt, std::nullopt});
+    }
+    return error_response(not_found_error(
+        "no route " + std::string(http::to_string(request.method)) + " " + request.path));
+  }
+  if (*route == Route::HEALTH || *route == Route::METRICS) return std::nullopt;
+  // The key is checked before the body is read: an unauthenticated client costs no memory.
+  const ServerConfig& config = server_.config_;
+  if (!config.api_keys.empty()) {
+    const std::optional<std::string> token = bearer_token(request.authorization);
+    if (!token) {
+      return error_response(
+          authentication_error("missing API key: send the header Authorization: Bearer <key>"));
+    }
+    if (!api_key_accepted(config.api_keys, *token))
+      return error_response(authentication_error("incorrect API key provided"));
+  }
+  if (!server_.ready_) return error_response(server_error("the model is still loading", 503));
+  if (server_.service_->n_in_flight() >= config.max_concurrent_requests &&
+      (*route == Route::COMPLETIONS || *route == Route::CHAT)) {
+    return error_response(rate_limit_error(
+        "too many concurrent requests (the server serves at most " +
+        std::to_string(config.max_concurrent_requests) + " at once); retry later"));
+  }
+  return std::nullopt;
+}
+
+void HttpServer::Transport::handle(const std::shared_ptr<HttpConnection>& connection,
+                                   HttpRequest request) {
+  bool path_known = false;
+  const Route route = *find_route(request, path_known);  // check_headers admitted it
+  switch (route) {
+    case Route::HEALTH:
+      return connection->reply(
+          HttpResponse{server_.ready_ ? 200 : 503, "application/json",
+                       server_.ready_ ? R"({"status":"ok"})" : R"({"status":"loading"})"});
+    case Route::METRICS:
+      if (!server_.ready_)
+        return connection->reply(error_response(server_error("the model is still loading", 503)));
+      return connection->reply(to_http(server_.service_->metrics()));
+    case Route::MODELS:
+      return connection->reply(to_http(server_.service_->models()));
+    default:
+      return serve_elsewhere(connection, route, std::move(request));
+  }
+}
+
+void HttpServer::Transport::serve_elsewhere(const std::shared_ptr<HttpConnection>& connection,
+                                            Route route, HttpRequest request) {
+  const int32_t max_workers = server_.config_.max_concurrent_requests + kSpareWorkers;
+  if (stopped_ || workers_.running() >= max_workers) {
+    return connection->reply(error_response(server_error("the server is busy; retry later", 503)));
+  }
+  std::shared_ptr<ClientPresence> presence = connection->serve_elsewhere();
+  OpenAiService& service = *server_.service_;
+  auto work = [&service, connection, presence, route, request = std::move(request)] {
+    const std::string key = bearer_token(request.authorization).value_or("");
+    ApiResponse response;
+    switch (route) {
+      case Route::COMPLETIONS:
+        response = service.completions(request.body, key, presence);
+        break;
+      case Route::CHAT:
+        response = service.chat_completions(request.body, key, presence);
+        break;
+      case Route::TOKENIZE:
+        response = service.tokenize(request.body);
+        break;
+      default:
+        response = service.detokenize(request.body);
+        break;
+    }
+    if (!response.stream) return connection->finish_elsewhere(to_http(response));
+    response.stream(
+        [&connection](std::string_view data) { return connection->write_stream(data); });
+    connection->end_stream();
+  };
+  if (!workers_.launch(std::move(work))) {
+    connection->finish_elsewhere(
+        error_response(server_error("the server is busy; retry later", 503)));
+  }
+}
+
+HttpServer::HttpServer(ServerConfig config)
+    : config_(std::move(config)), transport_(std::make_unique<Transport>(*this)) {}
 
 HttpServer::~HttpServer() {
   shutdown();
 }
 
 Status HttpServer::bind() {
-  if (config_.port == 0) {
-    port_ = http_->bind_to_any_port(config_.host);
-    if (port_ < 0) return Error{"cannot listen on " + config_.host + " (any port)"};
-  } else {
-    if (!http_->bind_to_port(config_.host, config_.port))
-      return Error{"cannot listen on " + config_.host + ":" + std::to_string(config_.port) +
-                   " (in use, or not an address of this machine)"};
-    port_ = config_.port;
-  }
-  if (!http_->raise_backlog(kListenBacklog)) return Error{"cannot listen on the bound socket"};
-  return {};
+  return transport_->bind(config_, port_);
 }
 
 void HttpServer::serve() {
-  http_->listen_after_bind();
+  transport_->serve();
 }
 
 void HttpServer::set_engine(Engine& engine) {
@@ -100,84 +281,7 @@ void HttpServer::set_engine(Engine& engine) {
 
 void HttpServer::shutdown() {
   if (ready_) service_->begin_shutdown();
-  http_->stop();
-}
-
-void HttpServer::add_routes() {
-  // Every failure httplib itself detects (unknown route, body too large, bad request line) gets
-  // the OpenAI error shape too.
-  http_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;  // a handler's own error
-    if (res.status == 404) {
-      set_error(res, not_found_error("no route " + req.method + " " + req.path));
-    } else if (res.status == 413) {
-      set_error(res,
-                ApiError{413, "the request body is larger than the server accepts (--max-body)",
-                         ApiErrorType::INVALID_REQUEST, std::nullopt, std::nullopt});
-    } else {
-      const int status = res.status;
-      set_error(res, ApiError{status, "HTTP error " + std::to_string(status),
-                              status >= 500 ? ApiErrorType::SERVER : ApiErrorType::INVALID_REQUEST,
-                              std::nullopt, std::nullopt});
-    }
-  });
-  http_->set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-        set_error(res, server_error("internal error"));
-      });
-
-  // The API key the caller presented (checked when keys are configured); nullopt after writing
-  // the 401 or 503 that ends the request.
-  auto admit = [this](const httplib::Request& req,
-                      httplib::Response& res) -> std::optional<std::string> {
-    std::optional<std::string> token;
-    if (req.has_header("Authorization"))
-      token = bearer_token(req.get_header_value("Authorization"));
-    if (!config_.api_keys.empty()) {
-      if (!token) {
-        set_error(res, authentication_error(
-                           "missing API key: send the header Authorization: Bearer <key>"));
-        return std::nullopt;
-      }
-      if (!api_key_accepted(config_.api_keys, *token)) {
-        set_error(res, authentication_error("incorrect API key provided"));
-        return std::nullopt;
-      }
-    }
-    if (!ready_) {
-      set_error(res, server_error("the model is still loading", 503));
-      return std::nullopt;
-    }
-    return token.value_or("");
-  };
-
-  http_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    res.status = ready_ ? 200 : 503;
-    res.set_content(ready_ ? R"({"status":"ok"})" : R"({"status":"loading"})", "application/json");
-  });
-  http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    if (!ready_) return set_error(res, server_error("the model is still loading", 503));
-    set_json(res, service_->metrics());
-  });
-  http_->Get("/v1/models", [this, admit](const httplib::Request& req, httplib::Response& res) {
-    if (admit(req, res)) set_json(res, service_->models());
-  });
-  http_->Post("/v1/completions",
-              [this, admit](const httplib::Request& req, httplib::Response& res) {
-                if (std::optional<std::string> key = admit(req, res))
-                  set_response(res, service_->completions(req.body, *key));
-              });
-  http_->Post("/v1/chat/completions",
-              [this, admit](const httplib::Request& req, httplib::Response& res) {
-                if (std::optional<std::string> key = admit(req, res))
-                  set_response(res, service_->chat_completions(req.body, *key));
-              });
-  http_->Post("/tokenize", [this, admit](const httplib::Request& req, httplib::Response& res) {
-    if (admit(req, res)) set_json(res, service_->tokenize(req.body));
-  });
-  http_->Post("/detokenize", [this, admit](const httplib::Request& req, httplib::Response& res) {
-    if (admit(req, res)) set_json(res, service_->detokenize(req.body));
-  });
+  transport_->shutdown();
 }
 
 }  // namespace trellis

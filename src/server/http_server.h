@@ -1,6 +1,9 @@
-// The HTTP transport of the OpenAI-compatible API (cpp-httplib): routes, bearer-token checks,
-// body limits, JSON error bodies for every failure, Server-Sent Events for streams, and a
-// /health that says "loading" until the engine is handed over.
+// The HTTP transport of the OpenAI-compatible API, on Boost.Beast and Asio: one I/O thread runs
+// every connection asynchronously (so slow or idle clients hold only their own socket, within
+// the deadlines and limits of ServerConfig), routes and bearer-token checks happen before a body
+// is read, and each API request is served on a worker thread (a generation blocks it while it
+// runs). JSON error bodies for every failure, Server-Sent Events for streams, and a /health that
+// says "loading" until the engine is handed over. A client that leaves cancels its request.
 //
 //   HttpServer server(config);
 //   server.bind();                 // port 0 picks a free one: server.port()
@@ -27,26 +30,27 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds config.host:config.port. Errors with the address when it is taken or invalid.
+  // Binds config.host:config.port (never sharing the port with another process). Errors with the
+  // address when it is taken or invalid.
   Status bind();
   int port() const { return port_; }
   // Serves until shutdown(); call from its own thread after bind().
   void serve();
   // Starts answering the API with `engine` (which must outlive the server).
   void set_engine(Engine& engine);
-  // New requests get 503, running ones are cancelled (streams end), then serve() returns.
+  // New requests get 503, running ones are cancelled (streams end), connections close, then
+  // serve() returns (at once if it has not started). Idempotent.
   void shutdown();
   // The API layer, once set_engine ran (else null).
   OpenAiService* service() { return service_.get(); }
 
  private:
   class Transport;
-  void add_routes();
 
   ServerConfig config_;
-  std::unique_ptr<Transport> http_;
   std::unique_ptr<OpenAiService> service_;
   std::atomic<bool> ready_{false};
+  std::unique_ptr<Transport> transport_;
   int port_ = 0;
 };
 

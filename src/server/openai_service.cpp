@@ -24,6 +24,15 @@ using Clock = std::chrono::steady_clock;
 constexpr int32_t kDefaultCompletionTokens = 16;
 // How often a stream checks whether its requests ended (the engine signals text, not the end).
 constexpr auto kStreamPoll = std::chrono::milliseconds(20);
+// The status logged for a request whose client hung up before the response (nginx's 499).
+constexpr int kClientClosedRequest = 499;
+
+// Cancels every request of a generation (a copy of the handles, safe from any thread).
+std::function<void()> cancel_all(const std::vector<RequestHandle>& handles) {
+  return [copy = handles]() mutable {
+    for (RequestHandle& h : copy) h.cancel();
+  };
+}
 // A stream with nothing to say for this long sends an SSE comment, so a client that left is
 // noticed (the write fails) even while its request is still queued.
 constexpr auto kKeepAlive = std::chrono::seconds(2);
@@ -236,15 +245,18 @@ ApiResult<OpenAiService::Generation> OpenAiService::prepare_chat(std::string_vie
   return g;
 }
 
-ApiResponse OpenAiService::completions(std::string_view body, std::string_view api_key) {
-  return generate(prepare_completion(body, api_key));
+ApiResponse OpenAiService::completions(std::string_view body, std::string_view api_key,
+                                       std::shared_ptr<ClientPresence> client) {
+  return generate(prepare_completion(body, api_key), std::move(client));
 }
 
-ApiResponse OpenAiService::chat_completions(std::string_view body, std::string_view api_key) {
-  return generate(prepare_chat(body, api_key));
+ApiResponse OpenAiService::chat_completions(std::string_view body, std::string_view api_key,
+                                            std::shared_ptr<ClientPresence> client) {
+  return generate(prepare_chat(body, api_key), std::move(client));
 }
 
-ApiResponse OpenAiService::generate(ApiResult<Generation> generation) {
+ApiResponse OpenAiService::generate(ApiResult<Generation> generation,
+                                    std::shared_ptr<ClientPresence> client) {
   if (shutting_down_) return error_response(server_error("the server is shutting down", 503));
   if (!generation.ok()) return error_response(generation.error());
   // Take a slot first, then check: concurrent callers can never all pass the limit together.
@@ -255,9 +267,12 @@ ApiResponse OpenAiService::generate(ApiResult<Generation> generation) {
         std::to_string(config_.max_concurrent_requests) + " at once); retry later"));
   }
   generation->key = ++counter_;
-  if (generation->stream)
-    return run_stream(std::make_shared<Generation>(std::move(generation).value()), slot);
-  return run_whole(*generation, slot);
+  if (!client) client = std::make_shared<ClientPresence>();  // a caller that never leaves
+  if (generation->stream) {
+    return run_stream(std::make_shared<Generation>(std::move(generation).value()), slot,
+                      std::move(client));
+  }
+  return run_whole(*generation, slot, *client);
 }
 
 ApiResult<std::vector<RequestHandle>> OpenAiService::start(
@@ -314,14 +329,23 @@ std::vector<LogprobEntry> OpenAiService::logprobs_of(const RequestOutput& output
   return entries;
 }
 
-ApiResponse OpenAiService::run_whole(Generation& g, std::shared_ptr<InFlight> slot) {
+ApiResponse OpenAiService::run_whole(Generation& g, std::shared_ptr<InFlight> slot,
+                                     ClientPresence& client) {
   ApiResult<std::vector<RequestHandle>> handles = start(g, {});
   if (!handles.ok()) return error_response(handles.error());
+  // A client that hangs up before the reply is ready stops the generation and frees its blocks.
+  client.on_leave(cancel_all(*handles), /*streaming=*/false);
   std::vector<RequestOutput> outputs;
   for (RequestHandle& h : *handles) outputs.push_back(h.wait());
+  client.clear();
   {
     std::lock_guard<std::mutex> lock(active_mutex_);
     active_.erase(g.key);
+  }
+  if (client.gone()) {
+    finish_request(g, outputs, kClientClosedRequest);
+    return error_response(ApiError{kClientClosedRequest, "the client closed the connection",
+                                   ApiErrorType::INVALID_REQUEST, std::nullopt, std::nullopt});
   }
   std::vector<ChoiceResult> choices;
   TokenUsage usage;
@@ -352,15 +376,17 @@ ApiResponse OpenAiService::run_whole(Generation& g, std::shared_ptr<InFlight> sl
                                    : completion_response_json(g.header, choices, usage));
 }
 
-ApiResponse OpenAiService::run_stream(std::shared_ptr<Generation> g,
-                                      std::shared_ptr<InFlight> slot) {
+ApiResponse OpenAiService::run_stream(std::shared_ptr<Generation> g, std::shared_ptr<InFlight> slot,
+                                      std::shared_ptr<ClientPresence> client) {
   auto pieces = std::make_shared<Stream>();
   ApiResult<std::vector<RequestHandle>> started =
       start(*g, [pieces](int32_t index, std::string_view text) { pieces->push(index, text); });
   if (!started.ok()) return error_response(started.error());
+  // A departure the transport sees between writes cancels at once, not at the next write.
+  client->on_leave(cancel_all(*started), /*streaming=*/true);
   ApiResponse response;
   response.content_type = "text/event-stream";
-  response.stream = [this, g, slot, pieces,
+  response.stream = [this, g, slot, pieces, client,
                      handles = std::move(started).value()](const StreamWriter& write) mutable {
     bool connected = true;
     auto send = [&](const std::string& event) {
@@ -429,7 +455,8 @@ ApiResponse OpenAiService::run_stream(std::shared_ptr<Generation> g,
           g->header, g->chat ? "chat.completion.chunk" : "text_completion", usage)));
     }
     send(sse_done());
-    finish_request(*g, outputs, connected ? 200 : 499);
+    client->clear();
+    finish_request(*g, outputs, connected ? 200 : kClientClosedRequest);
     slot.reset();
   };
   return response;

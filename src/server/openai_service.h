@@ -23,6 +23,7 @@
 
 #include "engine/engine.h"
 #include "server/api_error.h"
+#include "server/client_presence.h"
 #include "server/openai_protocol.h"
 #include "server/openai_response.h"
 #include "server/server_config.h"
@@ -48,8 +49,12 @@ class OpenAiService {
   OpenAiService(Engine& engine, ServerConfig config);
   ~OpenAiService();
 
-  ApiResponse completions(std::string_view body, std::string_view api_key);
-  ApiResponse chat_completions(std::string_view body, std::string_view api_key);
+  // `client`: the caller's connection; when it leaves, the generation is cancelled (null: a caller
+  // that stays).
+  ApiResponse completions(std::string_view body, std::string_view api_key,
+                          std::shared_ptr<ClientPresence> client = nullptr);
+  ApiResponse chat_completions(std::string_view body, std::string_view api_key,
+                               std::shared_ptr<ClientPresence> client = nullptr);
   ApiResponse models() const;
   ApiResponse tokenize(std::string_view body) const;
   ApiResponse detokenize(std::string_view body) const;
@@ -69,7 +74,7 @@ class OpenAiService {
   struct InFlight;
   class Stream;
 
-  ApiResponse generate(ApiResult<Generation> generation);
+  ApiResponse generate(ApiResult<Generation> generation, std::shared_ptr<ClientPresence> client);
   template <typename ParsedRequest>
   ApiResult<Generation> make_generation(const ParsedRequest& req, std::vector<TokenId> prompt,
                                         std::optional<int32_t> top_logprobs,
@@ -82,8 +87,10 @@ class OpenAiService {
                                     int32_t fallback) const;
   ApiResult<std::vector<RequestHandle>> start(
       Generation& generation, std::function<void(int32_t, std::string_view)> on_text);
-  ApiResponse run_whole(Generation& generation, std::shared_ptr<InFlight> slot);
-  ApiResponse run_stream(std::shared_ptr<Generation> generation, std::shared_ptr<InFlight> slot);
+  ApiResponse run_whole(Generation& generation, std::shared_ptr<InFlight> slot,
+                        ClientPresence& client);
+  ApiResponse run_stream(std::shared_ptr<Generation> generation, std::shared_ptr<InFlight> slot,
+                         std::shared_ptr<ClientPresence> client);
   std::vector<LogprobEntry> logprobs_of(const RequestOutput& output, int32_t n_top) const;
   void finish_request(const Generation& generation, const std::vector<RequestOutput>& outputs,
                       int status);

@@ -2,6 +2,7 @@
 // is shared, and the limits that turn excess into clear errors instead of exhaustion.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -28,8 +29,20 @@ struct ServerConfig {
   CacheIsolation cache_isolation = CacheIsolation::NONE;
   // Chat format; nullopt: detected from the model's tokenizer.chat_template.
   std::optional<ChatTemplateKind> chat_template;
-  // Larger request bodies get 413.
+  // Larger request bodies get 413 (chunked ones too), before the body is read.
   size_t max_body_bytes = 4u << 20;
+  // The request line and headers: more bytes or more fields get 431.
+  size_t max_header_bytes = 16u << 10;
+  int32_t max_header_count = 100;
+  // Connections open at once; more are refused (503, closed) when accepted.
+  int32_t max_connections = 1024;
+  // A request's headers and body must arrive within this time of its first byte; a slower
+  // client is dropped (slow clients never hold anything but their own socket).
+  std::chrono::milliseconds request_timeout{10000};
+  // A kept-alive connection waits this long for its next request.
+  std::chrono::milliseconds idle_timeout{5000};
+  // A client that stops reading its response for this long is dropped.
+  std::chrono::milliseconds write_timeout{30000};
   // Generation requests served at once (streaming or not, queued in the engine or running); one
   // more gets 429.
   int32_t max_concurrent_requests = 256;
