@@ -76,6 +76,8 @@ Result<EngineConfig> EngineOptions::engine_config() const {
   if (!kv_mem.empty()) {
     Result<int64_t> bytes = parse_byte_size(kv_mem);
     if (!bytes.ok()) return Error{"--kv-mem: " + bytes.error().message};
+    // 0 would silently mean "the default size": a pool of no bytes is a mistake, said so.
+    if (*bytes <= 0) return Error{"--kv-mem must be positive (omit it for the default pool)"};
     config.kv_bytes = *bytes;
   }
   if (kv_tokens < 0) return Error{"--kv-tokens must not be negative"};

@@ -303,6 +303,11 @@ void HttpConnection::after_response() {
   wait_for_request();
 }
 
+void HttpConnection::close_when_done() {
+  keep_alive_ = false;
+  if (!serving_elsewhere_ && outbox_.empty()) close();
+}
+
 void HttpConnection::close() {
   if (closed_) return;
   closed_ = true;

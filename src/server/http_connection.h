@@ -66,6 +66,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   // I/O thread.
   void start();
   void close();  // idempotent; a request served elsewhere sees its client leave
+  // Closes now when no response is under way, else once it has been written.
+  void close_when_done();
   void reply(HttpResponse response);
   std::shared_ptr<ClientPresence> serve_elsewhere();
 

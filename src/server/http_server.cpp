@@ -1,7 +1,10 @@
 #include "server/http_server.h"
 
+#include <future>
 #include <optional>
 #include <string>
+#include <thread>
+#include <type_traits>
 #include <unordered_set>
 #include <vector>
 
@@ -69,6 +72,22 @@ class HttpServer::Transport : public HttpRequestHandler {
   std::optional<Route> find_route(const HttpRequest& request, bool& path_known) const;
   void serve_elsewhere(const std::shared_ptr<HttpConnection>& connection, Route route,
                        HttpRequest request);
+  // Runs `function` on the I/O thread and returns its result (the I/O thread must be running).
+  template <typename Function>
+  auto run_on_io(Function function) {
+    using Result = decltype(function());
+    auto done = std::make_shared<std::promise<Result>>();
+    std::future<Result> result = done->get_future();
+    net::post(io_, [function = std::move(function), done]() mutable {
+      if constexpr (std::is_void_v<Result>) {
+        function();
+        done->set_value();
+      } else {
+        done->set_value(function());
+      }
+    });
+    return result.get();
+  }
 
   HttpServer& server_;
   net::io_context io_{1};
@@ -77,6 +96,7 @@ class HttpServer::Transport : public HttpRequestHandler {
   std::unordered_set<HttpConnection*> connections_;
   WorkerThreads workers_;
   std::atomic<bool> stopped_{false};
+  std::atomic<bool> io_running_{false};  // serve() runs the I/O thread (shutdown waits on it)
 };
 
 Status HttpServer::Transport::bind(const ServerConfig& config, int& port) {
@@ -105,6 +125,7 @@ void HttpServer::Transport::serve() {
   if (stopped_) return;
   keep_running_.emplace(io_.get_executor());
   accept();
+  io_running_ = true;
   io_.run();
 }
 
@@ -146,14 +167,25 @@ void HttpServer::Transport::shutdown() {
     beast::error_code ignored;
     acceptor_.close(ignored);
   });
-  // The service has cancelled what runs: the workers write their last events (a stream says it
-  // was cancelled) while the I/O thread still runs. A client that does not read them is not
-  // waited for long: closing its connection fails its writes.
-  workers_.wait_idle_for(kShutdownGrace);
-  net::post(io_, [this] {
-    const std::vector<HttpConnection*> open(connections_.begin(), connections_.end());
-    for (HttpConnection* connection : open) connection->close();
-  });
+  if (io_running_) {
+    // The service has cancelled what runs: the workers write their last events (a stream says
+    // it was cancelled), then each connection closes once its response is out. A client that
+    // does not read is not waited for long: closing its connection fails its writes.
+    workers_.wait_idle_for(kShutdownGrace);
+    run_on_io([this] {
+      const std::vector<HttpConnection*> open(connections_.begin(), connections_.end());
+      for (HttpConnection* connection : open) connection->close_when_done();
+    });
+    const auto deadline = std::chrono::steady_clock::now() + kShutdownGrace;
+    while (std::chrono::steady_clock::now() < deadline &&
+           !run_on_io([this] { return connections_.empty(); })) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    run_on_io([this] {
+      const std::vector<HttpConnection*> open(connections_.begin(), connections_.end());
+      for (HttpConnection* connection : open) connection->close();
+    });
+  }
   workers_.wait_idle();
   keep_running_.reset();
   io_.stop();

@@ -137,14 +137,32 @@ class FieldReader {
   std::optional<ApiError> error_;
 };
 
-ApiResult<json> parse_body(std::string_view body) {
+struct TooDeep {};
+
+ApiResult<json> parse_body(std::string_view body, int32_t max_depth) {
   json value;
+  // Called as each value opens: aborts the parse at the first one nested too deep.
+  const json::parser_callback_t depth_guard = [max_depth](int depth, json::parse_event_t event,
+                                                          json&) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth >= max_depth) {
+      throw TooDeep{};
+    }
+    return true;
+  };
   try {
-    value = json::parse(body.begin(), body.end());
+    value = json::parse(body.begin(), body.end(), depth_guard);
+  } catch (const TooDeep&) {
+    return invalid_request_error(
+        "request body nests arrays or objects deeper than " + std::to_string(max_depth) + " levels",
+        std::nullopt);
   } catch (const json::parse_error& error) {
     return invalid_request_error(
         "request body is not valid JSON (error at byte " + std::to_string(error.byte) + ")",
         std::nullopt);
+  } catch (const json::exception& error) {  // a number beyond double range, say 1e400
+    return invalid_request_error(
+        std::string("request body is not acceptable JSON: ") + error.what(), std::nullopt);
   }
   if (!value.is_object()) {
     return invalid_request_error("request body must be a JSON object, got " + a_type(value),
@@ -213,6 +231,10 @@ template <typename Request>
 void read_shared_fields(FieldReader& reader, const json& body, const ProtocolLimits& limits,
                         Request& request) {
   request.model = reader.string(body, "model").value_or("");
+  // Accepting logit_bias without applying it would silently change what the client asked for.
+  if (const json* bias = reader.find(body, "logit_bias"); bias != nullptr && !bias->empty()) {
+    reader.fail("logit_bias is not supported", "logit_bias");
+  }
   request.sampling = read_sampling(reader, body);
   request.stop = read_stop(reader, body, limits);
   request.n = static_cast<int32_t>(reader.integer(body, "n", 1, limits.max_n).value_or(1));
@@ -406,7 +428,7 @@ ApiResult<SamplingParams> to_sampling_params(const SamplingOptions& options,
 
 ApiResult<CompletionRequest> parse_completion_request(std::string_view body_text,
                                                       const ProtocolLimits& limits) {
-  ApiResult<json> body = parse_body(body_text);
+  ApiResult<json> body = parse_body(body_text, limits.max_json_depth);
   if (!body.ok()) return body.error();
   FieldReader reader;
   CompletionRequest request;
@@ -447,7 +469,7 @@ bool read_enable_thinking(FieldReader& reader, const json& body) {
 
 ApiResult<ChatCompletionRequest> parse_chat_completion_request(std::string_view body_text,
                                                                const ProtocolLimits& limits) {
-  ApiResult<json> body = parse_body(body_text);
+  ApiResult<json> body = parse_body(body_text, limits.max_json_depth);
   if (!body.ok()) return body.error();
   FieldReader reader;
   ChatCompletionRequest request;
@@ -470,6 +492,10 @@ ApiResult<ChatCompletionRequest> parse_chat_completion_request(std::string_view 
   }
   TRELLIS_TRY(to_sampling_params(request.sampling, 0));
   return request;
+}
+
+ApiResult<json> parse_json_object(std::string_view body, const ProtocolLimits& limits) {
+  return parse_body(body, limits.max_json_depth);
 }
 
 }  // namespace trellis

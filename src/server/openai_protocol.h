@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,6 +37,9 @@ struct ProtocolLimits {
   int32_t max_stop_strings = 4;
   // The largest logprobs (completions) or top_logprobs (chat); OpenAI allows 20.
   int32_t max_top_logprobs = 20;
+  // Arrays and objects nested deeper than this are refused while parsing, before a deeply nested
+  // body can cost memory out of proportion to its size.
+  int32_t max_json_depth = 64;
 };
 
 // The sampling fields both endpoints share, as the client sent them (nullopt = not given).
@@ -120,6 +124,9 @@ struct ChatCompletionRequest {
   // chat_template_kwargs are 400s (the templates are built in, not Jinja).
   bool enable_thinking = true;
 };
+
+// A body that must be a JSON object (nested no deeper than limits.max_json_depth): 400 otherwise.
+ApiResult<nlohmann::json> parse_json_object(std::string_view body, const ProtocolLimits& limits);
 
 // Parses and validates a request body. Malformed JSON, a body that is not an object, wrong types,
 // missing prompt/messages and out-of-range values are 400s; echo = true is a 400 too (not

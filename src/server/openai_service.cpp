@@ -507,9 +507,9 @@ ApiResponse OpenAiService::metrics() {
 }
 
 ApiResponse OpenAiService::tokenize(std::string_view body) const {
-  const nlohmann::json request = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (request.is_discarded() || !request.is_object())
-    return error_response(invalid_request_error("the body must be a JSON object", std::nullopt));
+  ApiResult<nlohmann::json> parsed = parse_json_object(body, limits_);
+  if (!parsed.ok()) return error_response(parsed.error());
+  const nlohmann::json& request = *parsed;
   const auto prompt = request.find("prompt");
   if (prompt == request.end() || !prompt->is_string())
     return error_response(invalid_request_error("prompt must be a string", "prompt"));
@@ -527,9 +527,9 @@ ApiResponse OpenAiService::tokenize(std::string_view body) const {
 }
 
 ApiResponse OpenAiService::detokenize(std::string_view body) const {
-  const nlohmann::json request = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (request.is_discarded() || !request.is_object())
-    return error_response(invalid_request_error("the body must be a JSON object", std::nullopt));
+  ApiResult<nlohmann::json> parsed = parse_json_object(body, limits_);
+  if (!parsed.ok()) return error_response(parsed.error());
+  const nlohmann::json& request = *parsed;
   const auto tokens = request.find("tokens");
   if (tokens == request.end() || !tokens->is_array())
     return error_response(invalid_request_error("tokens must be an array of token ids", "tokens"));

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -545,6 +546,53 @@ TEST(ServerAuth, ApiKeyIsRequiredExceptForHealth) {
             200);
   EXPECT_EQ(curl("GET", server->url("/health")).status, 200) << "/health needs no key";
 
+  ASSERT_TRUE(server->process().send_signal(SIGTERM));
+  EXPECT_EQ(server->process().wait_exit(kExitDeadline), 0) << server->log();
+}
+
+TEST(ServerStartup, ErrorsBeforeServingExitNonZeroWithOneLine) {
+  const std::string model = synth_tiny_model();
+  ASSERT_FALSE(model.empty());
+  const std::string not_gguf = testing::temp_dir() + "/not-a-model.gguf";
+  std::ofstream(not_gguf) << "this is not a GGUF file\n";
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"-m", model, "--kv-mem", "lots"}, "--kv-mem"},
+      {{"-m", model, "--kv-mem", "0"}, "--kv-mem must be positive"},
+      {{"-m", not_gguf}, "not-a-model.gguf"},
+      {{"-m", model, "--api-key", ""}, "--api-key must not be empty"},
+      {{"-m", model, "--cache-isolation", "key"}, "needs API keys"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> argv = {TRELLIS_CLI_PATH, "serve", "--port", "0"};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    ChildProcess server(argv, testing::temp_dir() + "/startup-error.log");
+    // Before the fix the process printed the error and went on listening, deaf to SIGTERM.
+    const std::optional<int> code = server.wait_exit(kExitDeadline);
+    const std::string log = server.log();
+    EXPECT_EQ(code, 1) << c.says << "\n" << log;
+    EXPECT_NE(log.find(c.says), std::string::npos) << log;
+    EXPECT_EQ(
+        std::count(log.begin(), log.end(), '\n') - (log.find("listening on") != std::string::npos),
+        1)
+        << "one line of error:\n"
+        << log;
+  }
+}
+
+TEST(ServerStartup, KeyFileLinesAreTrimmed) {
+  REQUIRE_CURL();
+  const std::string keys = testing::temp_dir() + "/keys.txt";
+  std::ofstream(keys) << "# clients\n  \tsecret \t\r\n\n";
+  std::string error;
+  std::unique_ptr<Server> server = start_server({"--api-key-file", keys}, "keyfile-server", error);
+  ASSERT_EQ(error, "");
+  EXPECT_EQ(curl("GET", server->url("/v1/models"), "", "-H 'Authorization: Bearer secret'").status,
+            200);
+  EXPECT_EQ(curl("GET", server->url("/v1/models")).status, 401);
   ASSERT_TRUE(server->process().send_signal(SIGTERM));
   EXPECT_EQ(server->process().wait_exit(kExitDeadline), 0) << server->log();
 }

@@ -98,7 +98,6 @@ TEST(CompletionRequestTest, EveryFieldIsRead) {
       {"user", "u-1"},
       {"cache_salt", "salt"},
       {"ignore_eos", true},
-      {"logit_bias", {{"50256", -100}}},  // unknown to us: ignored
       {"suffix", nullptr},
   });
   ASSERT_TRUE(result.ok()) << result.error().message;
