@@ -40,6 +40,7 @@ struct RequestChannel {
   std::mutex mutex;
   std::condition_variable changed;
   std::deque<std::string> pieces;  // text not yet taken by next_text (pull mode only)
+  std::vector<Logprobs> logprobs;  // as they are computed (when the request asks for them)
   bool finished = false;
   RequestOutput output;  // complete once finished
   std::atomic<bool> cancel{false};
@@ -55,6 +56,13 @@ bool RequestHandle::next_text(std::string& text) {
   text = std::move(channel_->pieces.front());
   channel_->pieces.pop_front();
   return true;
+}
+
+std::vector<Logprobs> RequestHandle::logprobs_from(size_t first) const {
+  std::lock_guard<std::mutex> lock(channel_->mutex);
+  const std::vector<Logprobs>& all = channel_->logprobs;
+  if (first >= all.size()) return {};
+  return std::vector<Logprobs>(all.begin() + static_cast<std::ptrdiff_t>(first), all.end());
 }
 
 const RequestOutput& RequestHandle::wait() {
@@ -150,6 +158,8 @@ Status Engine::check_request(const EngineRequest& request) const {
     if (id < 0 || id >= n_vocab_)
       return Error{"token id " + std::to_string(id) + " is outside the vocab"};
   }
+  if (request.logprobs < -1 || request.logprobs > n_vocab_)
+    return Error{"logprobs must be -1 (none) or between 0 and the vocab size"};
   for (TokenId id : request.stop_token_ids) {
     if (id < 0 || id >= n_vocab_)
       return Error{"stop token id " + std::to_string(id) + " is outside the vocab"};
@@ -467,6 +477,12 @@ void Engine::sample_and_emit(Request& r, const float* logits) {
   const std::span<const float> row(logits, static_cast<size_t>(n_vocab_));
   const TokenId next = r.sampler->sample(row, r.tokens);
   if (r.params.return_logits) r.output.logits.emplace_back(row.begin(), row.end());
+  if (r.params.logprobs >= 0 && !r.condition.is_stop_token(next)) {
+    Logprobs entry = compute_logprobs(row, next, r.params.logprobs);
+    std::lock_guard<std::mutex> lock(r.channel->mutex);
+    r.channel->logprobs.push_back(entry);
+    r.output.logprobs.push_back(std::move(entry));
+  }
   if (r.output.stats.ttft_ms == 0) r.output.stats.ttft_ms = ms_between(r.submitted, Clock::now());
   StopMatcher::Step step = r.stop->push(next);
   if (!r.condition.is_stop_token(next)) {

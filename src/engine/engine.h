@@ -33,6 +33,7 @@
 #include "kv/kv_storage.h"
 #include "model/model.h"
 #include "prefix/prefix_cache.h"
+#include "sample/logprobs.h"
 #include "sample/sampling_params.h"
 #include "sample/stop_condition.h"
 #include "sched/scheduler.h"
@@ -64,6 +65,10 @@ struct EngineRequest {
   std::vector<TokenId> stop_token_ids;
   std::string cache_namespace;  // prefixes are shared only inside a namespace
   bool return_logits = false;   // keep the logits each token was sampled from
+  // -1: none. k >= 0: each generated token's log-probability and its k most likely alternatives
+  // (RequestOutput::logprobs, RequestHandle::logprobs_from while it runs), computed as the token
+  // is sampled, so that a request keeps only what it returns.
+  int32_t logprobs = -1;
   // Keep the logits of every prompt position (RequestOutput::prompt_logits). The whole prompt is
   // then computed, never served by the prefix cache (cached positions have no logits); with
   // max_tokens 0 nothing is generated.
@@ -97,6 +102,7 @@ struct RequestOutput {
   std::string error;
   RequestStats stats;
   std::vector<std::vector<float>> logits;         // [token][n_vocab] when return_logits
+  std::vector<Logprobs> logprobs;                 // [token] when logprobs >= 0
   std::vector<std::vector<float>> prompt_logits;  // [prompt position][n_vocab] when
                                                   // return_prompt_logits
 };
@@ -113,6 +119,9 @@ class RequestHandle {
   bool next_text(std::string& text);
   // Blocks until the request ends.
   const RequestOutput& wait();
+  // The logprobs of generated tokens `first` onwards that exist by now (logprobs >= 0): a token's
+  // entry is there before its text is handed over.
+  std::vector<Logprobs> logprobs_from(size_t first) const;
   // Asks the engine to stop the request; its blocks are released within a step.
   void cancel();
   bool finished() const;

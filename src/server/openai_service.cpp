@@ -166,8 +166,6 @@ template <typename ParsedRequest>
 ApiResult<OpenAiService::Generation> OpenAiService::make_generation(
     const ParsedRequest& req, std::vector<TokenId> prompt, std::optional<int32_t> top_logprobs,
     int32_t default_max_tokens, std::string_view api_key) {
-  if (req.stream && top_logprobs)
-    return invalid_request_error("logprobs are not supported with stream yet", "logprobs");
   Generation g;
   g.chat = std::is_same_v<ParsedRequest, ChatCompletionRequest>;
   ApiResult<int32_t> max_tokens =
@@ -182,7 +180,7 @@ ApiResult<OpenAiService::Generation> OpenAiService::make_generation(
   g.request.stop = req.stop;
   g.request.ignore_eos = req.ignore_eos;
   g.request.cache_namespace = cache_namespace_for(config_.cache_isolation, api_key, req.cache_salt);
-  g.request.return_logits = top_logprobs.has_value();
+  g.request.logprobs = top_logprobs.value_or(-1);
   g.n = req.n;
   g.stream = req.stream;
   g.include_usage = req.include_usage;
@@ -294,36 +292,18 @@ ApiResult<std::vector<RequestHandle>> OpenAiService::start(
   return std::move(handles).value();
 }
 
-std::vector<LogprobEntry> OpenAiService::logprobs_of(const RequestOutput& output,
-                                                     int32_t n_top) const {
-  std::vector<LogprobEntry> entries;
+std::vector<LogprobEntry> OpenAiService::logprob_entries(
+    const std::vector<Logprobs>& logprobs) const {
   const Tokenizer& tokenizer = engine_.tokenizer();
-  const size_t n = std::min(output.tokens.size(), output.logits.size());
-  for (size_t i = 0; i < n; ++i) {
-    const std::vector<float>& row = output.logits[i];
-    // log_softmax: x - log(sum(exp(x - max))) - max, in double for a stable sum.
-    const float max = *std::max_element(row.begin(), row.end());
-    double sum = 0;
-    for (float x : row) sum += std::exp(static_cast<double>(x) - max);
-    const double log_z = std::log(sum) + max;
-    auto logprob = [&](TokenId id) {
-      return static_cast<float>(row[static_cast<size_t>(id)] - log_z);
-    };
+  auto text_of = [&](const TokenLogprob& t) {
+    return TokenLogprobText{tokenizer.token_to_piece(t.id, true), t.logprob};
+  };
+  std::vector<LogprobEntry> entries;
+  entries.reserve(logprobs.size());
+  for (const Logprobs& lp : logprobs) {
     LogprobEntry entry;
-    entry.chosen = {tokenizer.token_to_piece(output.tokens[i], true), logprob(output.tokens[i])};
-    if (n_top > 0) {
-      std::vector<TokenId> ids(row.size());
-      std::iota(ids.begin(), ids.end(), 0);
-      const auto k = std::min(static_cast<size_t>(n_top), ids.size());
-      std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(),
-                        [&](TokenId a, TokenId b) {
-                          const float x = row[static_cast<size_t>(a)];
-                          const float y = row[static_cast<size_t>(b)];
-                          return x != y ? x > y : a < b;
-                        });
-      for (size_t j = 0; j < k; ++j)
-        entry.top.push_back({tokenizer.token_to_piece(ids[j], true), logprob(ids[j])});
-    }
+    entry.chosen = text_of(lp.chosen);
+    for (const TokenLogprob& t : lp.top) entry.top.push_back(text_of(t));
     entries.push_back(std::move(entry));
   }
   return entries;
@@ -366,7 +346,7 @@ ApiResponse OpenAiService::run_whole(Generation& g, std::shared_ptr<InFlight> sl
     choice.index = static_cast<int32_t>(i);
     choice.text = out.text;
     choice.finish_reason = out.finish_reason;
-    if (g.top_logprobs) choice.logprobs = logprobs_of(out, *g.top_logprobs);
+    if (g.top_logprobs) choice.logprobs = logprob_entries(out.logprobs);
     usage.completion_tokens += out.stats.n_generated_tokens;
     choices.push_back(std::move(choice));
   }
@@ -397,6 +377,16 @@ ApiResponse OpenAiService::run_stream(std::shared_ptr<Generation> g, std::shared
       for (int32_t i = 0; i < g->n; ++i) send(sse_data(chat_role_chunk_json(g->header, i)));
     }
     std::vector<int64_t> offsets(handles.size(), 0);
+    // Each chunk carries the logprobs of the tokens sampled since the previous one (a token's
+    // entry exists before its text is handed over; text held back by a stop string follows later).
+    std::vector<size_t> logprobs_sent(handles.size(), 0);
+    auto new_logprobs = [&](int32_t index) -> std::optional<std::vector<LogprobEntry>> {
+      if (!g->top_logprobs) return std::nullopt;
+      const auto i = static_cast<size_t>(index);
+      const std::vector<Logprobs> fresh = handles[i].logprobs_from(logprobs_sent[i]);
+      logprobs_sent[i] += fresh.size();
+      return logprob_entries(fresh);
+    };
     Clock::time_point last_write = Clock::now();
     while (connected) {
       // Checked before taking the text: the engine hands a request's last text over before it
@@ -410,6 +400,7 @@ ApiResponse OpenAiService::run_stream(std::shared_ptr<Generation> g, std::shared
         choice.text = std::move(text);
         choice.text_offset = offsets[static_cast<size_t>(index)];
         offsets[static_cast<size_t>(index)] += static_cast<int64_t>(choice.text.size());
+        choice.logprobs = new_logprobs(index);
         send(sse_data(g->chat ? chat_chunk_json(g->header, choice)
                               : completion_chunk_json(g->header, choice)));
         last_write = Clock::now();
@@ -447,6 +438,8 @@ ApiResponse OpenAiService::run_stream(std::shared_ptr<Generation> g, std::shared
       last.index = static_cast<int32_t>(i);
       last.finish_reason = out.finish_reason;
       last.text_offset = offsets[i];
+      if (g->top_logprobs && logprobs_sent[i] < out.logprobs.size())
+        last.logprobs = new_logprobs(last.index);
       send(sse_data(g->chat ? chat_chunk_json(g->header, last)
                             : completion_chunk_json(g->header, last)));
     }

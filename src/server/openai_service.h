@@ -91,7 +91,8 @@ class OpenAiService {
                         ClientPresence& client);
   ApiResponse run_stream(std::shared_ptr<Generation> generation, std::shared_ptr<InFlight> slot,
                          std::shared_ptr<ClientPresence> client);
-  std::vector<LogprobEntry> logprobs_of(const RequestOutput& output, int32_t n_top) const;
+  // The wire form (token texts) of the engine's log-probabilities.
+  std::vector<LogprobEntry> logprob_entries(const std::vector<Logprobs>& logprobs) const;
   void finish_request(const Generation& generation, const std::vector<RequestOutput>& outputs,
                       int status);
   std::string next_id(const char* prefix);

@@ -357,6 +357,30 @@ TEST(EngineTest, PromptLogitsOfEveryPositionMatchTheLogitsSampledFrom) {
   expect_no_leak(*engine);
 }
 
+TEST(EngineTest, LogprobsAreComputedAsTokensAreSampledWithoutKeepingLogits) {
+  std::unique_ptr<Engine> engine = make_engine(base_config());
+  ASSERT_NE(engine, nullptr);
+  EngineRequest with_logits = greedy({1, 50, 60, 70}, 5);  // keeps every logits row
+  const RequestOutput full = engine->run(with_logits).value();
+  EngineRequest request = greedy({1, 50, 60, 70}, 5);
+  request.return_logits = false;
+  request.logprobs = 3;
+  const RequestOutput out = engine->run(request).value();
+  EXPECT_EQ(out.tokens, full.tokens);
+  EXPECT_TRUE(out.logits.empty()) << "a logprobs request keeps no vocab-sized rows";
+  ASSERT_EQ(out.logprobs.size(), out.tokens.size());
+  for (size_t i = 0; i < out.tokens.size(); ++i) {
+    const Logprobs want = compute_logprobs(full.logits[i], full.tokens[i], 3);
+    EXPECT_EQ(out.logprobs[i].chosen, want.chosen) << i;
+    EXPECT_EQ(out.logprobs[i].top, want.top) << i;
+    ASSERT_EQ(out.logprobs[i].top.size(), 3u);
+    EXPECT_EQ(out.logprobs[i].top.front().id, out.tokens[i]) << "greedy takes the most probable";
+  }
+  EngineRequest bad = greedy({1, 50}, 1);
+  bad.logprobs = -2;
+  EXPECT_FALSE(engine->run(bad).ok());
+}
+
 TEST(EngineTest, RequestsThatCanNeverRunFailAtOnce) {
   std::unique_ptr<Engine> engine = make_engine(base_config());
   ASSERT_NE(engine, nullptr);

@@ -244,8 +244,21 @@ TEST(ServerTest, LogprobsOfGreedyTokensAreTheMaxima) {
       best = std::max(best, value.get<double>());
     EXPECT_DOUBLE_EQ(chosen, best) << "greedy picks the most probable token";
   }
+  // Streamed, the chunks carry the same log-probabilities, token by token.
   request["stream"] = true;
-  EXPECT_EQ(server.post("/v1/completions", request).status, 400) << "not supported when streaming";
+  const HttpReply stream = server.post("/v1/completions", request);
+  ASSERT_EQ(stream.status, 200) << stream.body;
+  std::vector<double> streamed;
+  for (const std::string& payload : sse_payloads(stream.body)) {
+    if (payload == "[DONE]") continue;
+    const json chunk = json::parse(payload);
+    const json& chunk_lp = chunk["choices"][0]["logprobs"];
+    if (chunk_lp.is_null()) continue;
+    for (const json& v : chunk_lp["token_logprobs"]) streamed.push_back(v.get<double>());
+  }
+  ASSERT_EQ(streamed.size(), 6u) << stream.body;
+  for (size_t i = 0; i < 6; ++i)
+    EXPECT_DOUBLE_EQ(streamed[i], lp["token_logprobs"][i].get<double>());
 }
 
 TEST(ServerTest, TokenizeAndDetokenizeRoundTrip) {
