@@ -9,6 +9,7 @@ const KernelTable& avx512_kernels() {
     t.q4_0 = avx512::matmul_q4_0;
     t.q5_0 = avx512::matmul_q5_0;
     t.q8_0 = avx512::matmul_q8_0;
+    t.q4_k = avx512::matmul_q4_k;
     return t;
   }();
   return table;

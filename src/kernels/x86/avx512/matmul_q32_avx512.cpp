@@ -25,11 +25,11 @@
 
 #include "kernels/x86/avx512/avx512_util.h"
 #include "kernels/x86/avx512/kernels_avx512.h"
+#include "kernels/x86/avx512/tile_rows.h"
 
 namespace trellis::kernels_detail::avx512 {
 namespace {
 
-constexpr int kTileRows = 16;
 constexpr size_t kActBytes = sizeof(ActQ8_0);
 static_assert(offsetof(ActQ8_0, qs) == 8);
 
@@ -39,48 +39,6 @@ struct TileBlock {
   __m512i neg_correction;  // lane r: -128 * sum of row r's codes
   __m512 d;                // lane r: row r's scale
 };
-
-// Where the rows of a tile are: lane r reads row min(r, last_row) (last_row < 15 only for the
-// rows left over after the full tiles).
-struct TileRows {
-  const uint8_t* first;  // row o's block b
-  size_t stride;         // bytes per weight row
-  int last_row;
-  __m512i row_offsets;  // lane r: min(r, last_row) * stride
-  const uint8_t* row(int r) const {
-    return first + static_cast<size_t>(r < last_row ? r : last_row) * stride;
-  }
-};
-
-// 16 bytes at `offset` of rows g, g + 4, g + 8, g + 12, in the four 128-bit chunks.
-inline __m512i load_row_quad(const TileRows& rows, size_t offset, int g) {
-  auto load = [&](int r) {
-    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows.row(r) + offset));
-  };
-  __m512i z = _mm512_castsi128_si512(load(g));
-  z = _mm512_inserti32x4(z, load(g + 4), 1);
-  z = _mm512_inserti32x4(z, load(g + 8), 2);
-  return _mm512_inserti32x4(z, load(g + 12), 3);
-}
-
-// The 16 bytes at `offset` of the 16 rows, transposed: t[k] lane r = bytes 4k .. 4k+3 of row r.
-inline void load_transposed(const TileRows& rows, size_t offset, __m512i t[4]) {
-  const __m512i z0 = load_row_quad(rows, offset, 0), z1 = load_row_quad(rows, offset, 1);
-  const __m512i z2 = load_row_quad(rows, offset, 2), z3 = load_row_quad(rows, offset, 3);
-  // A 4 x 4 transpose of dwords inside each 128-bit chunk c: dword k of chunk c of z_g (row
-  // g + 4c) goes to lane 4c + g of t[k].
-  const __m512i a0 = _mm512_unpacklo_epi32(z0, z1), a1 = _mm512_unpackhi_epi32(z0, z1);
-  const __m512i a2 = _mm512_unpacklo_epi32(z2, z3), a3 = _mm512_unpackhi_epi32(z2, z3);
-  t[0] = _mm512_unpacklo_epi64(a0, a2);
-  t[1] = _mm512_unpackhi_epi64(a0, a2);
-  t[2] = _mm512_unpacklo_epi64(a1, a3);
-  t[3] = _mm512_unpackhi_epi64(a1, a3);
-}
-
-// The 4 bytes at `offset` of each row, as a dword per lane.
-inline __m512i gather_dwords(const TileRows& rows, size_t offset) {
-  return _mm512_i32gather_epi32(rows.row_offsets, rows.first + offset, 1);
-}
 
 // The f16 scale at offset 0 of every block type here.
 inline __m512 load_scales(const TileRows& rows) {
@@ -160,12 +118,7 @@ struct DecQ8_0 {
 template <class Dec, int T>
 void tile(const MatmulArgs& a, int64_t o, int last_row, int64_t t0) {
   TileRows rows{a.w + static_cast<size_t>(o) * a.w_row_bytes, a.w_row_bytes, last_row,
-                _mm512_setzero_si512()};
-  rows.row_offsets =
-      _mm512_mullo_epi32(_mm512_min_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
-                                                            12, 13, 14, 15),
-                                          _mm512_set1_epi32(last_row)),
-                         _mm512_set1_epi32(static_cast<int>(a.w_row_bytes)));
+                tile_row_offsets(last_row, a.w_row_bytes)};
   const uint8_t* x = a.act + static_cast<size_t>(t0) * a.act_row_bytes;
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
