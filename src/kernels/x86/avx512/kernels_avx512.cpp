@@ -10,6 +10,7 @@ const KernelTable& avx512_kernels() {
     t.q5_0 = avx512::matmul_q5_0;
     t.q8_0 = avx512::matmul_q8_0;
     t.q4_k = avx512::matmul_q4_k;
+    t.q6_k = avx512::matmul_q6_k;
     return t;
   }();
   return table;

@@ -12,5 +12,6 @@ void matmul_q4_0(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void matmul_q5_0(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void matmul_q8_0(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void matmul_q4_k(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+void matmul_q6_k(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 
 }  // namespace trellis::kernels_detail::avx512
