@@ -197,6 +197,8 @@ std::vector<Shape> shapes() {
       {8, 1, 128, 8, {57}},
       // A head size that is a multiple of 8 but with one vector, and a long context.
       {2, 1, 8, 32, {300, 1}},
+      // 24: a full 16-lane vector and a half one.
+      {4, 2, 24, 16, {37, 2}},
       // 256: the largest head the AVX2 kernel holds in registers.
       {2, 2, 256, 16, {20, 47}},
       // Head sizes no SIMD kernel takes (not a multiple of 8, or too large): the scalar fallback.
