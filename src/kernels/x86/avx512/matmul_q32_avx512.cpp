@@ -117,8 +117,7 @@ struct DecQ8_0 {
 // The tile of rows o .. o+last_row (lanes past last_row repeat it) and tokens t0 .. t0+T-1.
 template <class Dec, int T>
 void tile(const MatmulArgs& a, int64_t o, int last_row, int64_t t0) {
-  TileRows rows{a.w + static_cast<size_t>(o) * a.w_row_bytes, a.w_row_bytes, last_row,
-                tile_row_offsets(last_row, a.w_row_bytes)};
+  TileRows rows(a.w + static_cast<size_t>(o) * a.w_row_bytes, a.w_row_bytes, last_row);
   const uint8_t* x = a.act + static_cast<size_t>(t0) * a.act_row_bytes;
   __m512 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
@@ -128,7 +127,11 @@ void tile(const MatmulArgs& a, int64_t o, int last_row, int64_t t0) {
   const uint8_t* w0 = rows.first;
   for (int64_t b = 0; b < a.n_in / 32; ++b) {
     rows.first = w0 + static_cast<size_t>(b) * Dec::kBytes;
-    for (int r = 0; r < kTileRows; ++r) prefetch_ahead(rows.row(r));
+    // Blocks that start at most 64 bytes apart reach every cache line of the row.
+    constexpr int64_t kPrefetchEvery = 64 / Dec::kBytes;
+    if (b % kPrefetchEvery == 0) {
+      for (int r = 0; r < kTileRows; ++r) prefetch_ahead(rows.row(r));
+    }
     TileBlock tb;
     Dec::load(rows, tb);
     for (int t = 0; t < T; ++t) {

@@ -71,8 +71,7 @@ inline __m512i sub_block_dot(const __m512i w[8], const uint8_t* xq) {
 // Rows o .. o+last_row (lanes past last_row repeat it), tokens t0 .. t0+T-1.
 template <int T>
 void tile_q4_k(const MatmulArgs& a, int64_t o, int last_row, int64_t t0) {
-  TileRows rows{a.w + static_cast<size_t>(o) * a.w_row_bytes, a.w_row_bytes, last_row,
-                tile_row_offsets(last_row, a.w_row_bytes)};
+  TileRows rows(a.w + static_cast<size_t>(o) * a.w_row_bytes, a.w_row_bytes, last_row);
   const uint8_t* w0 = rows.first;
   const uint8_t* x = a.act + static_cast<size_t>(t0) * a.act_row_bytes;
   __m512 acc[T];
@@ -151,8 +150,7 @@ inline __m512i q6k_scale_pair(const __m512i s[4], int m) {
 // the -32 is applied through the bsums: isum = sum_run sc * (sum q x) - 32 sum_run sc * bsum.
 template <int T>
 void tile_q6_k(const MatmulArgs& a, int64_t o, int last_row, int64_t t0) {
-  TileRows rows{a.w + static_cast<size_t>(o) * a.w_row_bytes, a.w_row_bytes, last_row,
-                tile_row_offsets(last_row, a.w_row_bytes)};
+  TileRows rows(a.w + static_cast<size_t>(o) * a.w_row_bytes, a.w_row_bytes, last_row);
   const uint8_t* w0 = rows.first;
   const uint8_t* x = a.act + static_cast<size_t>(t0) * a.act_row_bytes;
   __m512 acc[T];

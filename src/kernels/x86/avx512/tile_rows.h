@@ -13,14 +13,21 @@ constexpr int kTileRows = 16;
 
 // Where the rows of a tile are: lane r reads row min(r, last_row) (last_row < 15 only for the
 // rows left over after the full tiles).
+// The offsets are computed once per tile, so that the block loop only adds them.
 struct TileRows {
-  const uint8_t* first;  // row o's block b
-  size_t stride;         // bytes per weight row
-  int last_row;
-  __m512i row_offsets;  // lane r: min(r, last_row) * stride
-  const uint8_t* row(int r) const {
-    return first + static_cast<size_t>(r < last_row ? r : last_row) * stride;
+  TileRows(const uint8_t* row_o, size_t stride, int last_row) : first(row_o) {
+    for (int r = 0; r < kTileRows; ++r)
+      offset[r] = static_cast<size_t>(r < last_row ? r : last_row) * stride;
+    const __m512i lanes =
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    row_offsets = _mm512_mullo_epi32(_mm512_min_epi32(lanes, _mm512_set1_epi32(last_row)),
+                                     _mm512_set1_epi32(static_cast<int>(stride)));
   }
+  const uint8_t* row(int r) const { return first + offset[r]; }
+
+  const uint8_t* first;  // row o's current block
+  size_t offset[kTileRows];
+  __m512i row_offsets;  // lane r: offset[r] (for gathers)
 };
 
 // 16 bytes at `offset` of rows g, g + 4, g + 8, g + 12, in the four 128-bit chunks.
@@ -51,13 +58,6 @@ inline void load_transposed(const TileRows& rows, size_t offset, __m512i t[4]) {
 // The 4 bytes at `offset` of each row, as a dword per lane.
 inline __m512i gather_dwords(const TileRows& rows, size_t offset) {
   return _mm512_i32gather_epi32(rows.row_offsets, rows.first + offset, 1);
-}
-
-// Lane r: min(r, last_row) * stride (the gather offsets of TileRows).
-inline __m512i tile_row_offsets(int last_row, size_t stride) {
-  const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  return _mm512_mullo_epi32(_mm512_min_epi32(lanes, _mm512_set1_epi32(last_row)),
-                            _mm512_set1_epi32(static_cast<int>(stride)));
 }
 
 }  // namespace trellis::kernels_detail::avx512
