@@ -39,6 +39,28 @@ inline __m512 exp16(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
+// Lane e of the result: the sum of the 16 lanes of v[e], in a fixed order (pairs of lanes, then
+// within 128-bit chunks, then across the chunks).
+inline __m512 sum16(const __m512 v[16]) {
+  __m512 pair[8], quad[4];
+  for (int e = 0; e < 8; ++e) {
+    // Per 128-bit chunk: [a0 + a2, b0 + b2, a1 + a3, b1 + b3] for a = v[2e], b = v[2e + 1].
+    pair[e] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * e], v[2 * e + 1]),
+                            _mm512_unpackhi_ps(v[2 * e], v[2 * e + 1]));
+  }
+  for (int g = 0; g < 4; ++g) {
+    // Per chunk: the chunk sums of v[4g], v[4g + 1], v[4g + 2], v[4g + 3].
+    const __m512 ab = pair[2 * g], cd = pair[2 * g + 1];
+    quad[g] = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, 0x44), _mm512_shuffle_ps(ab, cd, 0xee));
+  }
+  // Chunks c of quad[g] -> lane group g: fold chunks 2, 3 onto 0, 1, then 1 onto 0.
+  const __m512 x = _mm512_add_ps(_mm512_shuffle_f32x4(quad[0], quad[1], 0x44),
+                                 _mm512_shuffle_f32x4(quad[0], quad[1], 0xee));
+  const __m512 y = _mm512_add_ps(_mm512_shuffle_f32x4(quad[2], quad[3], 0x44),
+                                 _mm512_shuffle_f32x4(quad[2], quad[3], 0xee));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(x, y, 0x88), _mm512_shuffle_f32x4(x, y, 0xdd));
+}
+
 // The keys or values of positions [first_position, position] of one row and kv head, visited in
 // order. The block addresses come from out-of-line calls; taking them for up to kBlocks blocks
 // before visiting their positions keeps those calls (which clobber every vector register) out of
@@ -101,22 +123,31 @@ void attend(const KvStorage& kv, int64_t layer, int64_t kv_head, const Attention
   __m512 max16 = _mm512_set1_ps(-INFINITY);
   const RowRuns runs{kv, row, layer, kv_head, row_bytes};
   runs.for_each(true, [&](int64_t begin, int64_t end, const uint8_t* run) {
-    for (int64_t j = begin; j < end; ++j) {
-      const int64_t s = 0;
-      const uint8_t* k = run + static_cast<size_t>(j - begin) * row_bytes;
-      __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
-      for (int64_t i = 0; i < n_vec; i += 2) {
-        even = _mm512_fmadd_ps(qv[i], load16(k + 16 * i * elem, f16, i + 1 < n_vec ? 0xffff : tail),
-                               even);
-        if (i + 1 < n_vec) {
-          odd = _mm512_fmadd_ps(qv[i + 1],
-                                load16(k + 16 * (i + 1) * elem, f16, i + 2 < n_vec ? 0xffff : tail),
-                                odd);
+    // Sixteen positions at a time (zeros past the run's end), so that their lane sums share
+    // one reduction (sum16); a position's score depends only on its own key either way.
+    for (int64_t j = begin; j < end; j += 16) {
+      __m512 dots[16];
+      for (int e = 0; e < 16; ++e) {
+        dots[e] = _mm512_setzero_ps();
+        if (j + e >= end) continue;
+        const uint8_t* k = run + static_cast<size_t>(j + e - begin) * row_bytes;
+        __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
+        for (int64_t i = 0; i < n_vec; i += 2) {
+          even = _mm512_fmadd_ps(
+              qv[i], load16(k + 16 * i * elem, f16, i + 1 < n_vec ? 0xffff : tail), even);
+          if (i + 1 < n_vec) {
+            odd = _mm512_fmadd_ps(
+                qv[i + 1], load16(k + 16 * (i + 1) * elem, f16, i + 2 < n_vec ? 0xffff : tail),
+                odd);
+          }
         }
+        dots[e] = _mm512_add_ps(even, odd);
       }
-      const float score = _mm512_reduce_add_ps(_mm512_add_ps(even, odd)) * scale;
-      scores[j - first + s] = score;
-      max16 = _mm512_max_ps(max16, _mm512_set1_ps(score));
+      const int64_t n = end - j < 16 ? end - j : 16;
+      const __mmask16 lanes = static_cast<__mmask16>((1u << n) - 1);
+      const __m512 score = _mm512_mul_ps(sum16(dots), _mm512_set1_ps(scale));
+      _mm512_mask_storeu_ps(scores + (j - first), lanes, score);
+      max16 = _mm512_mask_max_ps(max16, lanes, max16, score);
     }
   });
   const float max_score = _mm512_reduce_max_ps(max16);

@@ -46,12 +46,8 @@ inline int32_t hsum_epi32(__m256i v) {
   return _mm_cvtsi128_si32(s);
 }
 
-// Weights stream from memory once per token; fetching this far ahead (into the next blocks of the
-// same rows) keeps decode near the memory bandwidth, as in the AVX2 kernels.
-constexpr int kPrefetchBytes = 4096;
-
-inline void prefetch_ahead(const uint8_t* p) {
-  _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0);
+inline void prefetch(const uint8_t* p) {
+  _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
 }
 
 }  // namespace trellis::kernels_detail::avx512

@@ -130,7 +130,7 @@ void tile(const MatmulArgs& a, int64_t o, int last_row, int64_t t0) {
     // Blocks that start at most 64 bytes apart reach every cache line of the row.
     constexpr int64_t kPrefetchEvery = 64 / Dec::kBytes;
     if (b % kPrefetchEvery == 0) {
-      for (int r = 0; r < kTileRows; ++r) prefetch_ahead(rows.row(r));
+      for (int r = 0; r < kTileRows; ++r) prefetch(rows.next_tile_row(r));
     }
     TileBlock tb;
     Dec::load(rows, tb);

@@ -81,7 +81,7 @@ void tile_q4_k(const MatmulArgs& a, int64_t o, int last_row, int64_t t0) {
   for (int64_t b = 0; b < a.n_in / 256; ++b) {
     rows.first = w0 + static_cast<size_t>(b) * kQ4KBytes;
     for (int r = 0; r < kTileRows; ++r) {
-      for (size_t line = 0; line < kQ4KBytes; line += 64) prefetch_ahead(rows.row(r) + line);
+      for (size_t line = 0; line < kQ4KBytes; line += 64) prefetch(rows.next_tile_row(r) + line);
     }
     const Q4KHeader hd = load_q4k_header(rows);
     for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
@@ -160,7 +160,7 @@ void tile_q6_k(const MatmulArgs& a, int64_t o, int last_row, int64_t t0) {
   for (int64_t b = 0; b < a.n_in / 256; ++b) {
     rows.first = w0 + static_cast<size_t>(b) * kQ6KBytes;
     for (int r = 0; r < kTileRows; ++r) {
-      for (size_t line = 0; line < kQ6KBytes; line += 64) prefetch_ahead(rows.row(r) + line);
+      for (size_t line = 0; line < kQ6KBytes; line += 64) prefetch(rows.next_tile_row(r) + line);
     }
     __m512i scales[4];
     load_transposed(rows, 192, scales);

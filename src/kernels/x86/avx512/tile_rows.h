@@ -15,7 +15,8 @@ constexpr int kTileRows = 16;
 // rows left over after the full tiles).
 // The offsets are computed once per tile, so that the block loop only adds them.
 struct TileRows {
-  TileRows(const uint8_t* row_o, size_t stride, int last_row) : first(row_o) {
+  TileRows(const uint8_t* row_o, size_t stride, int last_row)
+      : first(row_o), next_tile(kTileRows * stride) {
     for (int r = 0; r < kTileRows; ++r)
       offset[r] = static_cast<size_t>(r < last_row ? r : last_row) * stride;
     const __m512i lanes =
@@ -24,8 +25,13 @@ struct TileRows {
                                      _mm512_set1_epi32(static_cast<int>(stride)));
   }
   const uint8_t* row(int r) const { return first + offset[r]; }
+  // The same bytes of the next tile's row r. Weights stream from memory once per token; the
+  // hardware prefetcher alone does not keep 16 interleaved row streams going, so each block
+  // asks for the next tile's copy of it: that tile then finds its rows in the cache.
+  const uint8_t* next_tile_row(int r) const { return first + offset[r] + next_tile; }
 
   const uint8_t* first;  // row o's current block
+  size_t next_tile;      // bytes from a row to the same row of the next tile
   size_t offset[kTileRows];
   __m512i row_offsets;  // lane r: offset[r] (for gathers)
 };
