@@ -3,10 +3,10 @@
 // Against the AVX2 kernel: 16-lane vectors (a 64-wide head is four of them), two independent
 // chains per score, and the softmax exponentials sixteen at a time with a polynomial (within a
 // few ulp of expf; see exp16) instead of one libm call per position.
+#include "kernels/x86/avx512/attention_avx512.h"
+
 #include <immintrin.h>
 #include <math.h>
-
-#include "kernels/x86/avx512/attention_avx512.h"
 
 namespace trellis::kernels_detail {
 namespace {
@@ -105,8 +105,7 @@ void attend(const KvStorage& kv, int64_t layer, int64_t kv_head, const Attention
   const KvLayout& layout = kv.layout();
   const int64_t head_dim = layout.head_dim;
   const int64_t n_vec = kVec > 0 ? kVec : (head_dim + 15) / 16;
-  const __mmask16 tail =
-      kVec > 0 || head_dim % 16 == 0 ? 0xffff : static_cast<__mmask16>(0xff);
+  const __mmask16 tail = kVec > 0 || head_dim % 16 == 0 ? 0xffff : static_cast<__mmask16>(0xff);
   const bool f16 = layout.type == KvType::F16;
   const size_t elem = layout.element_bytes();
   const size_t row_bytes = static_cast<size_t>(head_dim) * elem;
@@ -174,8 +173,8 @@ void attend(const KvStorage& kv, int64_t layer, int64_t kv_head, const Attention
       const uint8_t* v = run + static_cast<size_t>(j - begin) * row_bytes;
 #pragma GCC unroll 16
       for (int64_t i = 0; i < n_vec; ++i)
-        a[i] = _mm512_fmadd_ps(p, load16(v + 16 * i * elem, f16, i + 1 < n_vec ? 0xffff : tail),
-                               a[i]);
+        a[i] =
+            _mm512_fmadd_ps(p, load16(v + 16 * i * elem, f16, i + 1 < n_vec ? 0xffff : tail), a[i]);
     }
     for (int64_t i = 0; i < n_vec; ++i) acc[i] = a[i];
   });

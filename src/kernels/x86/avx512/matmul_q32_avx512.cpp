@@ -80,10 +80,10 @@ struct DecQ5_0 {
     const __m512i qh = gather_dwords(rows, 2);
     // spread[v] = the 4 bits of v, bit j moved to bit 4 of byte j (vpermd reads the low 4 bits
     // of each index lane, so (qh >> 4k) picks the entry of codes 4k .. 4k+3).
-    const __m512i spread = _mm512_setr_epi32(
-        0x00000000, 0x00000010, 0x00001000, 0x00001010, 0x00100000, 0x00100010, 0x00101000,
-        0x00101010, 0x10000000, 0x10000010, 0x10001000, 0x10001010, 0x10100000, 0x10100010,
-        0x10101000, 0x10101010);
+    const __m512i spread =
+        _mm512_setr_epi32(0x00000000, 0x00000010, 0x00001000, 0x00001010, 0x00100000, 0x00100010,
+                          0x00101000, 0x00101010, 0x10000000, 0x10000010, 0x10001000, 0x10001010,
+                          0x10100000, 0x10100010, 0x10101000, 0x10101010);
     const __m512i nibble = _mm512_set1_epi8(0x0f), sixteen = _mm512_set1_epi8(16);
     for (int k = 0; k < 4; ++k) {
       const __m512i high_lo = _mm512_permutexvar_epi32(_mm512_srli_epi32(qh, 4 * k), spread);
@@ -147,8 +147,8 @@ void tile(const MatmulArgs& a, int64_t o, int last_row, int64_t t0) {
       // Two independent chains halve the latency of the eight dependent vpdpbusd.
       __m512i p_even = tb.neg_correction, p_odd = _mm512_setzero_si512();
       for (int k = 0; k < 8; k += 2) {
-        p_even = _mm512_dpbusd_epi32(p_even, _mm512_set1_epi32(load_i32(biased[t] + 4 * k)),
-                                     tb.w[k]);
+        p_even =
+            _mm512_dpbusd_epi32(p_even, _mm512_set1_epi32(load_i32(biased[t] + 4 * k)), tb.w[k]);
         p_odd = _mm512_dpbusd_epi32(p_odd, _mm512_set1_epi32(load_i32(biased[t] + 4 * k + 4)),
                                     tb.w[k + 1]);
       }

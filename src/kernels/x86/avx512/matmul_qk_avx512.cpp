@@ -98,9 +98,9 @@ void tile_q4_k(const MatmulArgs& a, int64_t o, int last_row, int64_t t0) {
         const uint8_t* xq = x + static_cast<size_t>(t) * a.act_row_bytes + b * kActBytes + 36;
         const __m512i p_lo = sub_block_dot(lo, xq + 64 * c);
         const __m512i p_hi = sub_block_dot(hi, xq + 64 * c + 32);
-        isum[t] = _mm512_add_epi32(
-            isum[t], _mm512_add_epi32(_mm512_mullo_epi32(p_lo, hd.scale[2 * c]),
-                                      _mm512_mullo_epi32(p_hi, hd.scale[2 * c + 1])));
+        isum[t] = _mm512_add_epi32(isum[t],
+                                   _mm512_add_epi32(_mm512_mullo_epi32(p_lo, hd.scale[2 * c]),
+                                                    _mm512_mullo_epi32(p_hi, hd.scale[2 * c + 1])));
       }
     }
     for (int t = 0; t < T; ++t) {
@@ -108,7 +108,8 @@ void tile_q4_k(const MatmulArgs& a, int64_t o, int last_row, int64_t t0) {
       // msum = sum_j mn_j * (bsums[2j] + bsums[2j + 1]), one int16 pair per vpdpwssd.
       __m512i msum = _mm512_setzero_si512();
       for (int j = 0; j < 8; ++j)
-        msum = _mm512_dpwssd_epi32(msum, hd.min_pair[j], _mm512_set1_epi32(load_i32(xb + 4 + 4 * j)));
+        msum =
+            _mm512_dpwssd_epi32(msum, hd.min_pair[j], _mm512_set1_epi32(load_i32(xb + 4 + 4 * j)));
       const __m512 dx = _mm512_set1_ps(load_f32(xb));
       acc[t] = _mm512_add_ps(acc[t],
                              _mm512_mul_ps(_mm512_mul_ps(hd.d, dx), _mm512_cvtepi32_ps(isum[t])));
@@ -165,7 +166,8 @@ void tile_q6_k(const MatmulArgs& a, int64_t o, int last_row, int64_t t0) {
     __m512i scales[4];
     load_transposed(rows, 192, scales);
     // d: the high half of the dword at 206 (not 208: that would read past the block).
-    const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(gather_dwords(rows, 206), 16)));
+    const __m512 d =
+        _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(gather_dwords(rows, 206), 16)));
     for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
     for (int h = 0; h < 2; ++h) {
       __m512i qh[8];
@@ -180,9 +182,8 @@ void tile_q6_k(const MatmulArgs& a, int64_t o, int last_row, int64_t t0) {
           const __m512i low = k < 2 ? _mm512_and_si512(ql[kk], nibble)
                                     : _mm512_and_si512(_mm512_srli_epi16(ql[kk], 4), nibble);
           // (qh >> 2k) & 3, moved to bits 4-5: shift by 2k - 4 (left while 2k < 4).
-          const __m512i high =
-              k < 2 ? _mm512_slli_epi16(qh[kk], static_cast<unsigned>(4 - 2 * k))
-                    : _mm512_srli_epi16(qh[kk], static_cast<unsigned>(2 * k - 4));
+          const __m512i high = k < 2 ? _mm512_slli_epi16(qh[kk], static_cast<unsigned>(4 - 2 * k))
+                                     : _mm512_srli_epi16(qh[kk], static_cast<unsigned>(2 * k - 4));
           code[kk] = _mm512_or_si512(low, _mm512_and_si512(high, two_bits));
         }
         const int g = 4 * h + k;
@@ -196,9 +197,8 @@ void tile_q6_k(const MatmulArgs& a, int64_t o, int last_row, int64_t t0) {
             p_hi = _mm512_dpbusd_epi32(p_hi, code[kk + 4],
                                        _mm512_set1_epi32(load_i32(xq + 16 + 4 * kk)));
           }
-          isum[t] = _mm512_add_epi32(isum[t],
-                                     _mm512_add_epi32(_mm512_mullo_epi32(p_lo, sc_lo),
-                                                      _mm512_mullo_epi32(p_hi, sc_hi)));
+          isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(p_lo, sc_lo),
+                                                               _mm512_mullo_epi32(p_hi, sc_hi)));
         }
       }
     }
@@ -211,7 +211,8 @@ void tile_q6_k(const MatmulArgs& a, int64_t o, int last_row, int64_t t0) {
         bias = _mm512_dpwssd_epi32(bias, sc_pair[m], _mm512_set1_epi32(load_i32(xb + 4 + 4 * m)));
       const __m512i total = _mm512_sub_epi32(isum[t], _mm512_slli_epi32(bias, 5));
       const __m512 dx = _mm512_set1_ps(load_f32(xb));
-      acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(total)));
+      acc[t] =
+          _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(total)));
     }
   }
   const __mmask16 keep = static_cast<__mmask16>((1u << (last_row + 1)) - 1);

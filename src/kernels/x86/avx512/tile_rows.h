@@ -19,8 +19,7 @@ struct TileRows {
       : first(row_o), next_tile(kTileRows * stride) {
     for (int r = 0; r < kTileRows; ++r)
       offset[r] = static_cast<size_t>(r < last_row ? r : last_row) * stride;
-    const __m512i lanes =
-        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     row_offsets = _mm512_mullo_epi32(_mm512_min_epi32(lanes, _mm512_set1_epi32(last_row)),
                                      _mm512_set1_epi32(static_cast<int>(stride)));
   }
