@@ -12,6 +12,8 @@ std::string_view kernel_isa_name(KernelIsa isa) {
       return "scalar";
     case KernelIsa::AVX2:
       return "avx2";
+    case KernelIsa::AVX512:
+      return "avx512";
     case KernelIsa::NEON:
       return "neon";
   }
@@ -28,6 +30,12 @@ bool kernel_isa_supported(KernelIsa isa) {
 #else
       return false;
 #endif
+    case KernelIsa::AVX512:
+#if defined(__x86_64__)
+      return cpu_features().avx512_vnni;
+#else
+      return false;
+#endif
     case KernelIsa::NEON:
 #if defined(__aarch64__)
       return cpu_features().neon;
@@ -40,6 +48,7 @@ bool kernel_isa_supported(KernelIsa isa) {
 
 KernelIsa best_kernel_isa() {
   static const KernelIsa best = [] {
+    if (kernel_isa_supported(KernelIsa::AVX512)) return KernelIsa::AVX512;
     if (kernel_isa_supported(KernelIsa::AVX2)) return KernelIsa::AVX2;
     if (kernel_isa_supported(KernelIsa::NEON)) return KernelIsa::NEON;
     return KernelIsa::SCALAR;
@@ -54,6 +63,8 @@ const KernelTable& isa_table(KernelIsa isa) {
 #if defined(__x86_64__)
     case KernelIsa::AVX2:
       return avx2_kernels();
+    case KernelIsa::AVX512:
+      return avx512_kernels();
 #endif
 #if defined(__aarch64__)
     case KernelIsa::NEON:

@@ -6,8 +6,9 @@
 
 namespace trellis {
 
-// SCALAR is the portable reference that the others are tested against.
-enum class KernelIsa { SCALAR, AVX2, NEON };
+// SCALAR is the portable reference that the others are tested against. AVX512 (AVX-512 F, BW,
+// VL and VNNI) takes the AVX2 kernels for the types it has no kernel of its own for.
+enum class KernelIsa { SCALAR, AVX2, AVX512, NEON };
 std::string_view kernel_isa_name(KernelIsa isa);
 // The fastest variant this CPU supports (detected once at startup).
 KernelIsa best_kernel_isa();

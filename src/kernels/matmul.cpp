@@ -85,7 +85,7 @@ namespace {
 
 // Output rows are handed to threads in multiples of this (the largest row tile of any variant),
 // so that a thread's range rarely ends in a partial tile.
-constexpr int64_t kRowGranule = 8;
+constexpr int64_t kRowGranule = 16;
 
 }  // namespace
 

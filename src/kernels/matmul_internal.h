@@ -1,7 +1,8 @@
 // Internals shared by the matmul dispatch (matmul.cpp) and its ISA variants (generic/, x86/, arm/).
 //
 // THE ARITHMETIC CONTRACT. Every variant computes each output element with exactly the float
-// operations below, in this order, so SCALAR, AVX2 and NEON agree bit for bit, and an element's
+// operations below, in this order, so SCALAR, AVX2 and NEON agree bit for bit (AVX512 too, except
+// for the types of case 2b, where it agrees with its own scalar reference), and an element's
 // bits do not depend on the tile, the batch or the thread that computes it. Sums of integers are
 // exact (no overflow, bounds below), so their order is free; float operations are never fused
 // (sources are compiled with -ffp-contract=off; SIMD code uses separate multiply and add).
@@ -25,6 +26,16 @@
 //          _1 types only:      m = m + (mw * sx)                            (m starts at +0)
 //        out = hsum8(a)            (_0 types)
 //        out = hsum8(a) + m        (_1 types)
+//
+// 2b. The AVX512 variant's Q4_0, Q5_0 and Q8_0 kernels (its only departure from this contract;
+//    every other type follows case 2 or 3): one float accumulator acc = +0 per output element,
+//    whole-block integer dots, as the weight rows are held one per lane of a 16-row tile:
+//        for each block b, in order:
+//          s = dw * dx
+//          P = sum_{i<32} qw[i] * xq[i]                                        (exact int32)
+//          acc = acc + (s * float(P))
+//        out = acc
+//    reference_kernels(KernelIsa::AVX512) holds its scalar reference.
 //
 // 3. 256-element super-blocks (Q2_K .. Q6_K) with activations quantized to ActQ8_K (scale dx,
 //    codes xq[256], bsums[k] = sum of xq[16k, 16k + 16)); one float accumulator acc = +0:
@@ -127,9 +138,18 @@ const KernelTable& scalar_kernels();
 #if defined(__x86_64__)
 const KernelTable& avx2_kernels();  // defined in x86/, compiled with -mavx2 -mfma -mf16c
 #endif
+#if defined(__x86_64__)
+// The AVX2 table with the AVX-512 kernels in place (x86/avx512/, compiled with AVX-512 F, BW, VL
+// and VNNI on top of the AVX2 flags).
+const KernelTable& avx512_kernels();
+#endif
 #if defined(__aarch64__)
 const KernelTable& neon_kernels();
 #endif
+
+// The scalar table whose results a variant reproduces bit for bit: scalar_kernels(), except for
+// AVX512, whose Q4_0, Q5_0 and Q8_0 kernels follow contract case 2b.
+const KernelTable& reference_kernels(KernelIsa isa);
 
 // The scalar attention kernel (the reference for the SIMD ones).
 void attend_head_scalar(const KvStorage& kv, int64_t layer, int64_t kv_head,

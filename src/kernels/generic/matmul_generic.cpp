@@ -164,6 +164,21 @@ float dot_q32(const uint8_t* w, const uint8_t* x, int64_t n_in) {
   }
 }
 
+// Contract case 2b: whole-block integer dots, one float accumulator.
+template <class Decode>
+float dot_q32_block_sum(const uint8_t* w, const uint8_t* x, int64_t n_in) {
+  float acc = 0.0f;
+  for (int64_t b = 0; b < n_in / 32; ++b) {
+    const Block32 wb = Decode::decode(w + b * Decode::kBytes);
+    const auto xb = load<ActQ8_0>(x + b * sizeof(ActQ8_0));
+    const float s = wb.d * xb.d;
+    int32_t p = 0;
+    for (int i = 0; i < 32; ++i) p += wb.q[i] * xb.qs[i];
+    acc = acc + s * static_cast<float>(p);
+  }
+  return acc;
+}
+
 // ---- 3. 256-element super-blocks ----------------------------------------------------------
 
 // Sub-block j (0..7) of a q4_K / q5_K super-block holds elements [32j, 32j + 32); its codes are
@@ -300,11 +315,24 @@ KernelTable make_table() {
   return table;
 }
 
+KernelTable make_block_sum_table() {
+  KernelTable table = make_table();
+  table.q4_0 = rows<dot_q32_block_sum<DecodeQ4_0>>;
+  table.q5_0 = rows<dot_q32_block_sum<DecodeQ5_0>>;
+  table.q8_0 = rows<dot_q32_block_sum<DecodeQ8_0>>;
+  return table;
+}
+
 }  // namespace
 
 const KernelTable& scalar_kernels() {
   static const KernelTable table = make_table();
   return table;
+}
+
+const KernelTable& reference_kernels(KernelIsa isa) {
+  static const KernelTable block_sum = make_block_sum_table();
+  return isa == KernelIsa::AVX512 ? block_sum : scalar_kernels();
 }
 
 }  // namespace trellis::kernels_detail

@@ -40,7 +40,7 @@ constexpr double kUnitRoundoff = 1.0 / (1 << 24);
 
 std::vector<KernelIsa> supported_isas() {
   std::vector<KernelIsa> isas;
-  for (KernelIsa isa : {KernelIsa::SCALAR, KernelIsa::AVX2, KernelIsa::NEON}) {
+  for (KernelIsa isa : {KernelIsa::SCALAR, KernelIsa::AVX2, KernelIsa::AVX512, KernelIsa::NEON}) {
     if (kernel_isa_supported(isa)) isas.push_back(isa);
   }
   return isas;
@@ -197,6 +197,8 @@ std::vector<Shape> shapes() {
       {8, 1, 128, 8, {57}},
       // A head size that is a multiple of 8 but with one vector, and a long context.
       {2, 1, 8, 32, {300, 1}},
+      // 24: a full 16-lane vector and a half one.
+      {4, 2, 24, 16, {37, 2}},
       // 256: the largest head the AVX2 kernel holds in registers.
       {2, 2, 256, 16, {20, 47}},
       // Head sizes no SIMD kernel takes (not a multiple of 8, or too large): the scalar fallback.
@@ -213,7 +215,7 @@ std::vector<Shape> shapes() {
 TEST(PagedAttention, AvailableVariantsHaveAnAttentionKernel) {
   // So that the comparisons below are not vacuous on a CPU that runs a SIMD variant.
   for (KernelIsa isa : supported_isas()) {
-    if (isa == KernelIsa::AVX2) {
+    if (isa == KernelIsa::AVX2 || isa == KernelIsa::AVX512) {
       const kernels_detail::KernelTable& table = kernels_detail::isa_table(isa);
       EXPECT_NE(table.attend_head, nullptr);
       EXPECT_EQ(table.attend_head_dim_multiple, 8);

@@ -29,7 +29,7 @@ const DType kAllTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, D
 
 std::vector<KernelIsa> supported_isas() {
   std::vector<KernelIsa> isas;
-  for (KernelIsa isa : {KernelIsa::SCALAR, KernelIsa::AVX2, KernelIsa::NEON}) {
+  for (KernelIsa isa : {KernelIsa::SCALAR, KernelIsa::AVX2, KernelIsa::AVX512, KernelIsa::NEON}) {
     if (kernel_isa_supported(isa)) isas.push_back(isa);
   }
   return isas;
@@ -118,6 +118,37 @@ std::vector<float> run_matmul(KernelIsa isa, DType type, const std::vector<uint8
   return out;
 }
 
+// The product computed by a scalar table's kernel (reference_kernels(isa)), from activations
+// quantized by the scalar quantizers.
+std::vector<float> run_reference(KernelIsa isa, DType type, const std::vector<uint8_t>& w,
+                                 int64_t n_out, int64_t n_in, const float* x, int64_t n_tokens) {
+  const kd::KernelTable& table = kd::reference_kernels(isa);
+  kd::MatmulArgs args{};
+  args.type = type;
+  args.w = w.data();
+  args.w_row_bytes = weight_row_bytes(type, n_in);
+  args.n_in = n_in;
+  args.n_tokens = n_tokens;
+  args.n_out = n_out;
+  const kd::ActFormat format = kd::act_format(type);
+  args.act_row_bytes = kd::act_row_bytes(format, n_in);
+  std::vector<uint8_t> act;
+  if (format == kd::ActFormat::F32) {
+    args.act = reinterpret_cast<const uint8_t*>(x);
+  } else {
+    act.resize(args.act_row_bytes * static_cast<size_t>(n_tokens));
+    const kd::ActQuantizer quantize =
+        format == kd::ActFormat::Q8_0 ? table.quantize_q8_0 : table.quantize_q8_k;
+    for (int64_t t = 0; t < n_tokens; ++t)
+      quantize(x + t * n_in, act.data() + args.act_row_bytes * static_cast<size_t>(t), n_in);
+    args.act = act.data();
+  }
+  std::vector<float> out(static_cast<size_t>(n_tokens * n_out), -12345.0f);
+  args.out = out.data();
+  kd::table_kernel(table, type)(args, 0, n_out);
+  return out;
+}
+
 bool bits_equal(float a, float b) {
   return std::memcmp(&a, &b, sizeof(float)) == 0;
 }
@@ -133,13 +164,15 @@ std::vector<Shape> shapes_for(DType type) {
     // n_in = n_blocks for float types: include lengths that are not multiples of 8.
     return {{1, 1, 1}, {7, 37, 5}, {13, 8, 17}, {37, 300, 6}, {9, 1024, 3}};
   }
-  if (block_elems(type) == 32) return {{1, 1, 1}, {7, 1, 5}, {37, 3, 6}, {13, 8, 17}, {9, 64, 3}};
+  // (37 rows x 21 tokens: two 16-row tiles and single rows, token tiles of 16, 4 and 1.)
+  if (block_elems(type) == 32)
+    return {{1, 1, 1}, {7, 1, 5}, {37, 3, 6}, {13, 8, 17}, {9, 64, 3}, {37, 3, 21}, {64, 4, 40}};
   return {{1, 1, 1}, {7, 1, 5}, {37, 2, 6}, {13, 3, 17}, {9, 8, 3}};
 }
 
 class MatmulTypeTest : public ::testing::TestWithParam<DType> {};
 
-// Every variant equals the scalar reference bit for bit, for 1 and 3 threads.
+// Every variant equals its scalar reference (reference_kernels) bit for bit, for 1 and 3 threads.
 TEST_P(MatmulTypeTest, IsaVariantsMatchScalarExactly) {
   const DType type = GetParam();
   std::mt19937 rng(1234 + static_cast<int>(type));
@@ -147,9 +180,9 @@ TEST_P(MatmulTypeTest, IsaVariantsMatchScalarExactly) {
     const int64_t n_in = shape.n_blocks * block_elems(type);
     const auto w = random_weights(type, shape.n_out, n_in, rng);
     const auto x = random_activations(shape.n_tokens, n_in, rng);
-    const auto expected =
-        run_matmul(KernelIsa::SCALAR, type, w, shape.n_out, n_in, x.data(), shape.n_tokens, 1);
     for (KernelIsa isa : supported_isas()) {
+      const auto expected =
+          run_reference(isa, type, w, shape.n_out, n_in, x.data(), shape.n_tokens);
       for (int n_threads : {1, 3}) {
         const auto got =
             run_matmul(isa, type, w, shape.n_out, n_in, x.data(), shape.n_tokens, n_threads);
@@ -249,24 +282,10 @@ void dequantized_activations(DType type, const float* x, int64_t n_in, std::vect
   }
 }
 
-// The scalar reference against a double-precision dot of the dequantized weights with
-//   (a) the dequantized activation codes: only float rounding separates them. Each contract term
-//       goes through at most 3 roundings before it is added (scale product, int->float, product)
-//       and at most L + 4 additions after (L = the lane's chain length, 3 in hsum8, 1 for the _1
-//       offsets), so |error| <= gamma_{L+8} * M with gamma_k = k u / (1 - k u), u = 2^-24, and
-//       M = sum_i (|w_i - off_i| + |off_i|) |xq_i| bounding the sum of |terms| (off_i: the
-//       weight's offset term, see weight_offsets). The test uses 1.01 * (L + 8) * u * M, plus
-//       the rounding of xq_i = d * q in float (u * M).
-//   (b) the original activations: add the activation quantization error, |x_i - xq_i| <= d_i / 2
-//       per element, times |w_i|, i.e. the bound grows by sum_i |w_i| * d_i / 2 (times 1.01).
-TEST_P(MatmulTypeTest, ScalarMatchesDoubleReference) {
-  const DType type = GetParam();
-  std::mt19937 rng(7 + static_cast<int>(type));
-  const int64_t n_in = block_elems(type) == 1 ? 1000 : 16 * block_elems(type);
-  const int64_t n_out = 11, n_tokens = 4;
-  const auto w = random_weights(type, n_out, n_in, rng);
-  const auto x = random_activations(n_tokens, n_in, rng);
-  const auto out = run_matmul(KernelIsa::SCALAR, type, w, n_out, n_in, x.data(), n_tokens, 2);
+// Checks the bound described below (ScalarMatchesDoubleReference) for every output of `out`.
+void check_against_double(DType type, const std::vector<uint8_t>& w, const std::vector<float>& x,
+                          int64_t n_in, int64_t n_out, int64_t n_tokens,
+                          const std::vector<float>& out) {
   const int64_t lane_chain = block_elems(type) == 1    ? (n_in + 7) / 8
                              : block_elems(type) == 32 ? n_in / 32
                                                        : 2 * n_in / 256;
@@ -294,6 +313,30 @@ TEST_P(MatmulTypeTest, ScalarMatchesDoubleReference) {
       EXPECT_LE(std::fabs(got - exact_x), bound_q + 1.01 * quant_error)
           << "o=" << o << " t=" << t << " got " << got << " exact " << exact_x;
     }
+  }
+}
+
+// The scalar reference against a double-precision dot of the dequantized weights with
+//   (a) the dequantized activation codes: only float rounding separates them. Each contract term
+//       goes through at most 3 roundings before it is added (scale product, int->float, product)
+//       and at most L + 4 additions after (L = the lane's chain length, 3 in hsum8, 1 for the _1
+//       offsets), so |error| <= gamma_{L+8} * M with gamma_k = k u / (1 - k u), u = 2^-24, and
+//       M = sum_i (|w_i - off_i| + |off_i|) |xq_i| bounding the sum of |terms| (off_i: the
+//       weight's offset term, see weight_offsets). The test uses 1.01 * (L + 8) * u * M, plus
+//       the rounding of xq_i = d * q in float (u * M).
+//   (b) the original activations: add the activation quantization error, |x_i - xq_i| <= d_i / 2
+//       per element, times |w_i|, i.e. the bound grows by sum_i |w_i| * d_i / 2 (times 1.01).
+TEST_P(MatmulTypeTest, ScalarMatchesDoubleReference) {
+  const DType type = GetParam();
+  std::mt19937 rng(7 + static_cast<int>(type));
+  const int64_t n_in = block_elems(type) == 1 ? 1000 : 16 * block_elems(type);
+  const int64_t n_out = 11, n_tokens = 4;
+  const auto w = random_weights(type, n_out, n_in, rng);
+  const auto x = random_activations(n_tokens, n_in, rng);
+  // Both scalar arithmetics: contract case 2 (scalar_kernels) and case 2b (the AVX512 reference).
+  for (KernelIsa reference_isa : {KernelIsa::SCALAR, KernelIsa::AVX512}) {
+    const auto out = run_reference(reference_isa, type, w, n_out, n_in, x.data(), n_tokens);
+    check_against_double(type, w, x, n_in, n_out, n_tokens, out);
   }
 }
 
@@ -360,13 +403,18 @@ TEST(Matmul, SupportedTypesAndIsas) {
   EXPECT_TRUE(kernel_isa_supported(KernelIsa::SCALAR));
   EXPECT_TRUE(kernel_isa_supported(best_kernel_isa()));
   EXPECT_EQ(kernel_isa_name(KernelIsa::AVX2), "avx2");
+  EXPECT_EQ(kernel_isa_name(KernelIsa::AVX512), "avx512");
 #if defined(__x86_64__)
   EXPECT_FALSE(kernel_isa_supported(KernelIsa::NEON));
   // (Every CPU with AVX2 and FMA also has F16C.)
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   EXPECT_EQ(kernel_isa_supported(KernelIsa::AVX2), avx2);
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
+                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                      __builtin_cpu_supports("avx512vnni");
+  EXPECT_EQ(kernel_isa_supported(KernelIsa::AVX512), avx512);
   if (avx2) {
-    EXPECT_EQ(best_kernel_isa(), KernelIsa::AVX2);
+    EXPECT_EQ(best_kernel_isa(), avx512 ? KernelIsa::AVX512 : KernelIsa::AVX2);
   }
 #endif
 }

@@ -1,0 +1,17 @@
+// The AVX-512 row kernels (x86/avx512/*.cpp), gathered into avx512_kernels() by
+// kernels_avx512.cpp.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/matmul_internal.h"
+
+namespace trellis::kernels_detail::avx512 {
+
+void matmul_q4_0(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+void matmul_q5_0(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+void matmul_q8_0(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+void matmul_q4_k(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+void matmul_q6_k(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+
+}  // namespace trellis::kernels_detail::avx512

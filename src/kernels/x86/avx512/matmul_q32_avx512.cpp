@@ -1,0 +1,194 @@
+// AVX-512 VNNI matmul for the signed 32-element block types (Q4_0, Q5_0, Q8_0) against ActQ8_0
+// activations: contract case 2b of matmul_internal.h (whole-block integer dots, one float
+// accumulator per output element).
+//
+// Why case 2b: under case 2 every 32-element block costs, per output element, an int->float
+// conversion, two multiplies and an add on eight lanes, which caps an int8 kernel near the FP32
+// rate. Here a 16-row tile keeps one weight row per 32-bit lane, so a block's whole integer dot
+// for 16 rows and one token is eight vpdpbusd, and its float work (convert, scale, multiply, add)
+// is shared by the 16 rows: about a quarter of the instructions per multiply-add.
+//
+// Tile layout for one block of 16 rows (lane r = row r):
+//   W[k] lane r = codes 4k .. 4k+3 of row r, as signed bytes (q - 8, q - 16, or the int8 itself)
+// vpdpbusd wants its unsigned operand first, so the activation codes enter as x + 128 (one xor),
+// and the dot is corrected by 128 * sum(codes):
+//   P = sum_i q_i * x_i = sum_i q_i * (x_i + 128) - 128 * sum_i q_i
+// All terms are exact in int32 (|P| <= 32 * 255 * 128).
+//
+// Every tile shape (16 rows x T tokens, and the rows left over, computed as a tile whose extra
+// lanes repeat the last row) computes P exactly and then the same float operations in the same
+// order, so results do not depend on the tiling or the batch.
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/x86/avx512/avx512_util.h"
+#include "kernels/x86/avx512/kernels_avx512.h"
+#include "kernels/x86/avx512/tile_rows.h"
+
+namespace trellis::kernels_detail::avx512 {
+namespace {
+
+constexpr size_t kActBytes = sizeof(ActQ8_0);
+static_assert(offsetof(ActQ8_0, qs) == 8);
+
+// One block of a 16-row tile, in the layout above.
+struct TileBlock {
+  __m512i w[8];
+  __m512i neg_correction;  // lane r: -128 * sum of row r's codes
+  __m512 d;                // lane r: row r's scale
+};
+
+// The f16 scale at offset 0 of every block type here.
+inline __m512 load_scales(const TileRows& rows) {
+  return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(gather_dwords(rows, 0)));
+}
+
+// -128 * (sum of the codes) per lane, for codes whose sums over eight bytes fit an int8.
+inline __m512i neg_correction_small(const __m512i w[8]) {
+  __m512i code_sum = _mm512_setzero_si512();
+  for (int k = 0; k < 8; ++k) code_sum = _mm512_add_epi8(code_sum, w[k]);
+  const __m512i scaled =
+      _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(-128), code_sum);
+  return _mm512_sub_epi32(_mm512_setzero_si512(), scaled);
+}
+
+// block_q4_0: d @0, qs[16] @2. Code i: low nibble of qs[i] (i < 16) or high nibble of
+// qs[i - 16], minus 8; so W[k] is the low nibbles of t[k] and W[k + 4] the high ones.
+struct DecQ4_0 {
+  static constexpr size_t kBytes = 18;
+  static void load(const TileRows& rows, TileBlock& tb) {
+    __m512i t[4];
+    load_transposed(rows, 2, t);
+    const __m512i nibble = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
+    for (int k = 0; k < 4; ++k) {
+      tb.w[k] = _mm512_sub_epi8(_mm512_and_si512(t[k], nibble), eight);
+      tb.w[k + 4] = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(t[k], 4), nibble), eight);
+    }
+    tb.neg_correction = neg_correction_small(tb.w);
+    tb.d = load_scales(rows);
+  }
+};
+
+// block_q5_0: d @0, qh[4] @2 (bit i = bit 4 of code i), qs[16] @6. Code i minus 16.
+struct DecQ5_0 {
+  static constexpr size_t kBytes = 22;
+  static void load(const TileRows& rows, TileBlock& tb) {
+    __m512i t[4];
+    load_transposed(rows, 6, t);
+    const __m512i qh = gather_dwords(rows, 2);
+    // spread[v] = the 4 bits of v, bit j moved to bit 4 of byte j (vpermd reads the low 4 bits
+    // of each index lane, so (qh >> 4k) picks the entry of codes 4k .. 4k+3).
+    const __m512i spread =
+        _mm512_setr_epi32(0x00000000, 0x00000010, 0x00001000, 0x00001010, 0x00100000, 0x00100010,
+                          0x00101000, 0x00101010, 0x10000000, 0x10000010, 0x10001000, 0x10001010,
+                          0x10100000, 0x10100010, 0x10101000, 0x10101010);
+    const __m512i nibble = _mm512_set1_epi8(0x0f), sixteen = _mm512_set1_epi8(16);
+    for (int k = 0; k < 4; ++k) {
+      const __m512i high_lo = _mm512_permutexvar_epi32(_mm512_srli_epi32(qh, 4 * k), spread);
+      const __m512i high_hi = _mm512_permutexvar_epi32(_mm512_srli_epi32(qh, 4 * k + 16), spread);
+      const __m512i lo = _mm512_or_si512(_mm512_and_si512(t[k], nibble), high_lo);
+      const __m512i hi =
+          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(t[k], 4), nibble), high_hi);
+      tb.w[k] = _mm512_sub_epi8(lo, sixteen);
+      tb.w[k + 4] = _mm512_sub_epi8(hi, sixteen);
+    }
+    tb.neg_correction = neg_correction_small(tb.w);  // eight codes in [-16, 15]: [-128, 120]
+    tb.d = load_scales(rows);
+  }
+};
+
+// block_q8_0: d @0, qs[32] @2. Codes are the int8 values.
+struct DecQ8_0 {
+  static constexpr size_t kBytes = 34;
+  static void load(const TileRows& rows, TileBlock& tb) {
+    load_transposed(rows, 2, tb.w);
+    load_transposed(rows, 18, tb.w + 4);
+    // Byte sums would overflow here: sum 128 * code in int32 directly.
+    __m512i scaled = _mm512_setzero_si512();
+    for (int k = 0; k < 8; ++k)
+      scaled = _mm512_dpbusd_epi32(scaled, _mm512_set1_epi8(-128), tb.w[k]);
+    tb.neg_correction = _mm512_sub_epi32(_mm512_setzero_si512(), scaled);
+    tb.d = load_scales(rows);
+  }
+};
+
+// The tile of rows o .. o+last_row (lanes past last_row repeat it) and tokens t0 .. t0+T-1.
+template <class Dec, int T>
+void tile(const MatmulArgs& a, int64_t o, int last_row, int64_t t0) {
+  TileRows rows(a.w + static_cast<size_t>(o) * a.w_row_bytes, a.w_row_bytes, last_row);
+  const uint8_t* x = a.act + static_cast<size_t>(t0) * a.act_row_bytes;
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  // The activation codes of the current block with 128 added (u8), one row of 32 per token.
+  alignas(32) uint8_t biased[T][32];
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  const uint8_t* w0 = rows.first;
+  for (int64_t b = 0; b < a.n_in / 32; ++b) {
+    rows.first = w0 + static_cast<size_t>(b) * Dec::kBytes;
+    // Blocks that start at most 64 bytes apart reach every cache line of the row.
+    constexpr int64_t kPrefetchEvery = 64 / Dec::kBytes;
+    if (b % kPrefetchEvery == 0) {
+      for (int r = 0; r < kTileRows; ++r) prefetch(rows.next_tile_row(r));
+    }
+    TileBlock tb;
+    Dec::load(rows, tb);
+    for (int t = 0; t < T; ++t) {
+      const uint8_t* xb = x + static_cast<size_t>(t) * a.act_row_bytes + b * kActBytes;
+      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + 8));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(biased[t]), _mm256_xor_si256(xq, flip));
+    }
+    // Read the codes back from memory: a broadcast load costs no shuffle, whereas the compiler,
+    // left to itself, forwards the stored register through eight shuffles per token.
+    asm("" : "+m"(biased));
+    for (int t = 0; t < T; ++t) {
+      const uint8_t* xb = x + static_cast<size_t>(t) * a.act_row_bytes + b * kActBytes;
+      // Two independent chains halve the latency of the eight dependent vpdpbusd.
+      __m512i p_even = tb.neg_correction, p_odd = _mm512_setzero_si512();
+      for (int k = 0; k < 8; k += 2) {
+        p_even =
+            _mm512_dpbusd_epi32(p_even, _mm512_set1_epi32(load_i32(biased[t] + 4 * k)), tb.w[k]);
+        p_odd = _mm512_dpbusd_epi32(p_odd, _mm512_set1_epi32(load_i32(biased[t] + 4 * k + 4)),
+                                    tb.w[k + 1]);
+      }
+      const __m512i p = _mm512_add_epi32(p_even, p_odd);
+      const __m512 s = _mm512_mul_ps(tb.d, _mm512_set1_ps(load_f32(xb)));
+      acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(s, _mm512_cvtepi32_ps(p)));
+    }
+  }
+  const __mmask16 keep = static_cast<__mmask16>((1u << (last_row + 1)) - 1);
+  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(a.out + (t0 + t) * a.n_out + o, keep, acc[t]);
+}
+
+// All tokens for rows o .. o+last_row: tiles of 32, 8, 4, then 1 token (a token's result is the
+// same in any of them).
+template <class Dec>
+void tile_rows(const MatmulArgs& a, int64_t o, int last_row) {
+  int64_t t = 0;
+  for (; t + 32 <= a.n_tokens; t += 32) tile<Dec, 32>(a, o, last_row, t);
+  for (; t + 8 <= a.n_tokens; t += 8) tile<Dec, 8>(a, o, last_row, t);
+  for (; t + 4 <= a.n_tokens; t += 4) tile<Dec, 4>(a, o, last_row, t);
+  for (; t < a.n_tokens; ++t) tile<Dec, 1>(a, o, last_row, t);
+}
+
+template <class Dec>
+void matmul_rows(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
+  int64_t o = row_begin;
+  for (; o + kTileRows <= row_end; o += kTileRows) tile_rows<Dec>(a, o, kTileRows - 1);
+  if (o < row_end) tile_rows<Dec>(a, o, static_cast<int>(row_end - o - 1));
+}
+
+}  // namespace
+
+void matmul_q4_0(const MatmulArgs& a, int64_t b, int64_t e) {
+  matmul_rows<DecQ4_0>(a, b, e);
+}
+void matmul_q5_0(const MatmulArgs& a, int64_t b, int64_t e) {
+  matmul_rows<DecQ5_0>(a, b, e);
+}
+void matmul_q8_0(const MatmulArgs& a, int64_t b, int64_t e) {
+  matmul_rows<DecQ8_0>(a, b, e);
+}
+
+}  // namespace trellis::kernels_detail::avx512
