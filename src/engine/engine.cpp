@@ -39,9 +39,9 @@ struct RequestChannel {
   std::string cache_namespace;
   std::mutex mutex;
   std::condition_variable changed;
-  // Text not yet taken by next_text (pull mode only). The loop appends to it and next_text copies
-  // it out and clears it, so its capacity is kept: the loop allocates only when a reader falls
-  // further behind than ever before, and the copy's allocation, if any, is the reader's.
+  // Text not yet taken by next_text (pull mode only). The loop appends to it (it is sized for the
+  // request's whole text at submission) and next_text copies it out and clears it, keeping its
+  // capacity: the copy's allocation, if any, is the reader's.
   std::string pending_text;
   bool finished = false;
   RequestOutput output;  // complete once finished
@@ -200,18 +200,21 @@ Result<std::shared_ptr<Engine::Request>> Engine::make_request(
 
 // Sizes, on the submitting thread, every buffer that the request's steps fill, for the most it can
 // generate: its tokens, the block table (through max_size) and its text. The steps then append
-// without allocating. The text bound is loose (each byte of a piece may become a 3-byte U+FFFD),
-// but memory that is reserved and never written costs address space, not pages.
+// without allocating. The text bound counts every non-ASCII byte as a possible 3-byte U+FFFD, so
+// it is loose for some scripts; memory reserved and never written costs address space, not pages.
 void Engine::reserve_output(Request& r) const {
   const int32_t max_size = std::min(r.n_prompt + r.params.max_tokens, n_ctx_ + 1);
   const auto max_generated = static_cast<size_t>(std::max(0, max_size - r.n_prompt));
-  const size_t max_token_bytes = 3 * (tokenizer_->max_piece_bytes() + 4);
+  // A token's text, plus the few bytes held back from the one before (an unfinished character).
+  const size_t max_token_bytes = tokenizer_->max_decoded_bytes() + 16;
   r.max_size = max_size;
   r.tokens.reserve(static_cast<size_t>(max_size));
   r.output.tokens.reserve(max_generated);
   r.output.text.reserve(max_generated * max_token_bytes);
   r.step_text.reserve(2 * max_token_bytes);  // one token's text, or the last one's with the tail
-  r.channel->pending_text.reserve(16 * max_token_bytes);
+  // Pull mode: room for the whole text, so that however far the reader falls behind, the loop
+  // appends without allocating.
+  if (!r.on_text) r.channel->pending_text.reserve(r.output.text.capacity());
   if (r.params.return_logits) r.output.logits.reserve(max_generated);
 }
 

@@ -7,7 +7,7 @@ namespace trellis {
 StopMatcher::StopMatcher(const StopCondition& condition, const Tokenizer& tokenizer)
     : condition_(condition), decoder_(tokenizer), strings_(condition.stop_strings) {
   assert(condition.validate().ok());
-  decoded_.reserve(3 * (tokenizer.max_piece_bytes() + 4));
+  decoded_.reserve(tokenizer.max_decoded_bytes() + 16);
 }
 
 StopMatcher::Step StopMatcher::push(TokenId id) {

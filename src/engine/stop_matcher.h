@@ -55,7 +55,7 @@ class StopMatcher {
   StreamDecoder decoder_;
   StopStringMatcher strings_;
   // The decoder's output on its way to the stop strings, reused token after token: sized once for
-  // the most one token can decode to (each byte of the longest piece may become a 3-byte U+FFFD).
+  // the most one token can decode to (with the bytes the decoder held back before it).
   std::string decoded_;
   int32_t n_tokens_ = 0;
   FinishReason finish_reason_ = FinishReason::NONE;

@@ -82,6 +82,9 @@ void Tokenizer::index_pieces() {
   for (TokenId id = 0; id < vocab_.size(); ++id) {
     const std::string piece = token_to_piece(id);
     max_piece_bytes_ = std::max(max_piece_bytes_, piece.size());
+    const auto non_ascii = static_cast<size_t>(
+        std::count_if(piece.begin(), piece.end(), [](char c) { return (c & 0x80) != 0; }));
+    max_decoded_bytes_ = std::max(max_decoded_bytes_, piece.size() + 2 * non_ascii);
     piece_bytes_ += piece;
     piece_offsets_.push_back(static_cast<uint32_t>(piece_bytes_.size()));
   }

@@ -49,6 +49,9 @@ class Tokenizer {
   std::string_view piece(TokenId id) const;
   // The longest piece() in bytes.
   size_t max_piece_bytes() const { return max_piece_bytes_; }
+  // The most text one token can add to a decoded stream: its piece's bytes, each non-ASCII byte
+  // counted 3 times since it may turn out invalid and become a 3-byte U+FFFD (StreamDecoder).
+  size_t max_decoded_bytes() const { return max_decoded_bytes_; }
 
   // Concatenated pieces of `ids`.
   std::string decode(std::span<const TokenId> ids, bool render_special = false) const;
@@ -83,6 +86,7 @@ class Tokenizer {
   std::string piece_bytes_;              // every token's piece, concatenated in id order
   std::vector<uint32_t> piece_offsets_;  // [n_vocab + 1]: token i is [offsets[i], offsets[i + 1])
   size_t max_piece_bytes_ = 0;
+  size_t max_decoded_bytes_ = 0;
 };
 
 // Turns a stream of tokens into text that is valid UTF-8 at every step: bytes of a character split

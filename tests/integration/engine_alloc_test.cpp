@@ -56,6 +56,21 @@ void operator delete(void* p, std::size_t) noexcept {
 void operator delete[](void* p, std::size_t) noexcept {
   std::free(p);
 }
+// The nothrow forms too, so that every new that pairs with the deletes above uses malloc (a
+// sanitizer's own nothrow new would otherwise meet this free).
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  if (!t_uncounted) g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(size == 0 ? 1 : size);
+}
+void* operator new[](std::size_t size, const std::nothrow_t& tag) noexcept {
+  return operator new(size, tag);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
 
 namespace trellis {
 namespace {
