@@ -18,12 +18,60 @@ struct SpeedArgs {
   bool json = false;
 };
 
+// The batched rows, as llama-batched-bench prints them with a shared prompt: PP prompt tokens, TG
+// generated per sequence, B sequences, N_KV = PP + B * TG cells, then times and aggregate rates.
+void print_batched(const bench::SpeedOptions& options, const bench::SpeedResult& result, bool json,
+                   uint64_t rss) {
+  const int32_t pp = options.n_prompt;
+  const int32_t tg = options.n_gen;
+  if (json) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const bench::BatchSpeed& b : result.batches) {
+      rows.push_back({{"n_sequences", b.n_sequences},
+                      {"prompt_tokens_per_s", b.prompt_tokens_per_s.mean},
+                      {"prompt_tokens_per_s_stddev", b.prompt_tokens_per_s.stddev},
+                      {"generation_tokens_per_s", b.generation_tokens_per_s.mean},
+                      {"generation_tokens_per_s_stddev", b.generation_tokens_per_s.stddev},
+                      {"prefill_ms", b.prefill_ms},
+                      {"decode_ms", b.decode_ms}});
+    }
+    nlohmann::json out = {{"model", options.model_path},
+                          {"threads", result.n_threads},
+                          {"n_prompt", pp},
+                          {"n_gen", tg},
+                          {"reps", options.reps},
+                          {"batches", rows},
+                          {"kv_cache_bytes", result.kv_cache_bytes},
+                          {"peak_rss_bytes", rss}};
+    std::printf("%s\n", out.dump().c_str());
+    return;
+  }
+  std::printf("shared prompt, %d threads, %d reps\n", result.n_threads, options.reps);
+  std::printf("|   PP |   TG |  B | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s |   S t/s |\n");
+  std::printf("|------|------|----|------|--------|----------|--------|----------|---------|\n");
+  for (const bench::BatchSpeed& b : result.batches) {
+    const int64_t n_kv = pp + int64_t{b.n_sequences} * tg;
+    const double t_pp = b.prefill_ms / 1000.0;
+    const double t_tg = b.decode_ms / 1000.0;
+    const double total = t_pp + t_tg > 0 ? static_cast<double>(n_kv) / (t_pp + t_tg) : 0.0;
+    std::printf("| %4d | %4d | %2d | %4lld | %6.3f | %8.2f | %6.3f | %8.2f | %7.2f |\n", pp, tg,
+                b.n_sequences, static_cast<long long>(n_kv), t_pp, b.prompt_tokens_per_s.mean, t_tg,
+                b.generation_tokens_per_s.mean, total);
+  }
+  std::printf("peak RSS %.1f MiB, KV cache %.1f MiB\n", static_cast<double>(rss) / (1 << 20),
+              static_cast<double>(result.kv_cache_bytes) / (1 << 20));
+}
+
 int run_speed(SpeedArgs& args) {
   bench::SpeedOptions& options = args.options;
   if (!resolve_engine(args.engine, options.model_path, options.engine)) return 1;
   ProgressPrinter progress;
   Result<bench::SpeedResult> result = bench::run_speed_bench(options, progress.observer());
   if (!result.ok()) return print_error(result.error().message);
+  if (!options.batch_sizes.empty()) {
+    print_batched(options, *result, args.json, bench::peak_rss_bytes());
+    return 0;
+  }
   const bench::Stats& pp = result->prompt_tokens_per_s;
   const bench::Stats& tg = result->generation_tokens_per_s;
   const uint64_t rss = bench::peak_rss_bytes();
@@ -66,6 +114,11 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
   speed->add_option("-n,--n-gen", args->options.n_gen, "Generated tokens (tg)")
       ->capture_default_str();
   speed->add_option("-r,--reps", args->options.reps, "Repetitions")->capture_default_str();
+  speed
+      ->add_option("--batch", args->options.batch_sizes,
+                   "Batched, as llama-batched-bench: N sequences sharing the prompt decode "
+                   "together (a list, say 1,2,4,8); aggregate prefill and decode tokens/s")
+      ->delimiter(',');
   speed->add_flag("--json", args->json, "Print one JSON object");
   speed->callback([&exit_code, args] { exit_code = run_speed(*args); });
   add_bench_phi_command(*bench, exit_code);

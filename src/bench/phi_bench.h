@@ -36,6 +36,8 @@ struct PhiOptions {
   int32_t reps = 1;         // ops per point and cache mode
   bool sequential = false;  // sessions one after another instead of all at once
   // The process's heap allocation counter (operator new calls so far); empty: not counted (0).
+  // An op's "heap_allocations" counts from its first submission to its last session's end (the
+  // engine's start and the warm-up are left out): the serving's own, O(sessions).
   std::function<int64_t()> heap_allocations;
 };
 
@@ -58,7 +60,7 @@ Result<std::vector<PhiPoint>> parse_phi_points(const std::string& list, int32_t 
 double max_hit_rate(int32_t prompt_len, int32_t block_size);
 
 // Checks the sizes (L, D, N, B, reps positive) and the φ list, runs one untimed op (page-in), then
-// every point: reps ops with the cache off and on each.
+// every point: reps ops with the cache off and on each (alternating which goes first).
 // Reports progress per point ("phi LABEL", 2·reps ops) and each point's row as it is done. The
 // record: the options, machine, commit, model and "points" (one row per point: "phi",
 // "effective_phi", "prefix_blocks", "shared_tokens", "cache_off"/"cache_on" figures (means and

@@ -6,10 +6,17 @@
 // that generates one token (prompt tokens / prefill time); tg = one request of a one-token prompt
 // that generates n_gen + 1 tokens (n_gen decode steps / decode time). A first, uncounted
 // repetition warms caches and page-ins.
+//
+// Batched (as llama-batched-bench with a shared prompt), for each batch size N: one request of
+// n_prompt tokens forked into N sequences (Engine::fork: the prompt is prefilled once and its
+// blocks shared), each generating n_gen + 1 tokens, all decoding in the same steps. Reported as
+// aggregate rates: prefill n_prompt / prefill time, decode N * n_gen / decode time (first token
+// to the last sequence's end). N = 1 goes the same way, so the rows compare with each other.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "bench/observer.h"
@@ -26,17 +33,29 @@ struct SpeedOptions {
   int32_t n_prompt = 512;
   int32_t n_gen = 128;
   int32_t reps = 3;
+  // Empty: pp and tg as above. Otherwise the batched measurement for each N (all >= 1).
+  std::vector<int32_t> batch_sizes;
+};
+
+// One batch size of the batched measurement, aggregate tokens/s over reps.
+struct BatchSpeed {
+  int32_t n_sequences = 0;
+  Stats prompt_tokens_per_s;
+  Stats generation_tokens_per_s;
+  double prefill_ms = 0;  // means over reps
+  double decode_ms = 0;
 };
 
 struct SpeedResult {
-  Stats prompt_tokens_per_s;      // over reps
-  Stats generation_tokens_per_s;  // over reps
+  Stats prompt_tokens_per_s;        // over reps
+  Stats generation_tokens_per_s;    // over reps
+  std::vector<BatchSpeed> batches;  // batched: one per batch size (pp and tg are then unset)
   int n_threads = 0;
   size_t kv_cache_bytes = 0;
 };
 
 // Errors: a size that is not positive, the engine, a failed request. Progress: stage "speed",
-// reps + 1 repetitions.
+// reps + 1 repetitions (per batch size when batched).
 Result<SpeedResult> run_speed_bench(const SpeedOptions& options, const Observer& observer);
 
 }  // namespace trellis::bench

@@ -39,7 +39,10 @@ struct RequestChannel {
   std::string cache_namespace;
   std::mutex mutex;
   std::condition_variable changed;
-  std::deque<std::string> pieces;  // text not yet taken by next_text (pull mode only)
+  // Text not yet taken by next_text (pull mode only). The loop appends to it (it is sized for the
+  // request's whole text at submission) and next_text copies it out and clears it, keeping its
+  // capacity: the copy's allocation, if any, is the reader's.
+  std::string pending_text;
   std::vector<Logprobs> logprobs;  // as they are computed (when the request asks for them)
   bool finished = false;
   RequestOutput output;  // complete once finished
@@ -48,14 +51,11 @@ struct RequestChannel {
 
 bool RequestHandle::next_text(std::string& text) {
   std::unique_lock<std::mutex> lock(channel_->mutex);
-  channel_->changed.wait(lock, [&] { return !channel_->pieces.empty() || channel_->finished; });
-  if (channel_->pieces.empty()) {
-    text.clear();
-    return false;
-  }
-  text = std::move(channel_->pieces.front());
-  channel_->pieces.pop_front();
-  return true;
+  channel_->changed.wait(lock,
+                         [&] { return !channel_->pending_text.empty() || channel_->finished; });
+  text.assign(channel_->pending_text);
+  channel_->pending_text.clear();
+  return !text.empty();
 }
 
 std::vector<Logprobs> RequestHandle::logprobs_from(size_t first) const {
@@ -92,6 +92,7 @@ struct Engine::Request : Sequence {
   std::optional<Sampler> sampler;
   std::optional<StopMatcher> stop;
   std::function<void(std::string_view)> on_text;
+  std::string step_text;  // the text of the token being emitted; reused, sized at submission
   // Branches of a fork waiting for this request's prompt logits (then they share its blocks).
   std::vector<std::shared_ptr<Request>> branches;
   RequestOutput output;  // filled as it runs, handed to the channel at the end
@@ -134,6 +135,11 @@ Status Engine::init(const std::string& model_path, const EngineConfig& config) {
   workspace_ = std::make_unique<Workspace>(hp, sc.max_batch_tokens);
   threads_ = std::make_unique<ThreadPool>(
       config.n_threads > 0 ? config.n_threads : ThreadPool::default_thread_count());
+  // The step loop's own buffers, sized for the largest step (see submit() for the requests').
+  workspace_->attention_scratch.reserve(threads_->size(), n_ctx_);
+  batch_.reserve(sc.max_batch_tokens, sc.max_seqs);
+  logits_.resize(static_cast<size_t>(sc.max_seqs) * static_cast<size_t>(n_vocab_));
+  active_.reserve(static_cast<size_t>(sc.max_seqs));
   stats_.n_blocks_total = blocks_->n_total();
   stats_.n_blocks_free = blocks_->n_free();
   return {};
@@ -197,10 +203,31 @@ Result<std::shared_ptr<Engine::Request>> Engine::make_request(
   r->on_text = std::move(on_text);
   r->submitted = Clock::now();
   r->output.stats.n_prompt_tokens = r->n_prompt;
+  reserve_output(*r);
   std::lock_guard<std::mutex> lock(mutex_);
   r->id = next_id_++;
   r->channel->id = r->id;
   return r;
+}
+
+// Sizes, on the submitting thread, every buffer that the request's steps fill, for the most it can
+// generate: its tokens, the block table (through max_size) and its text. The steps then append
+// without allocating. The text bound counts every non-ASCII byte as a possible 3-byte U+FFFD, so
+// it is loose for some scripts; memory reserved and never written costs address space, not pages.
+void Engine::reserve_output(Request& r) const {
+  const int32_t max_size = std::min(r.n_prompt + r.params.max_tokens, n_ctx_ + 1);
+  const auto max_generated = static_cast<size_t>(std::max(0, max_size - r.n_prompt));
+  // A token's text, plus the few bytes held back from the one before (an unfinished character).
+  const size_t max_token_bytes = tokenizer_->max_decoded_bytes() + 16;
+  r.max_size = max_size;
+  r.tokens.reserve(static_cast<size_t>(max_size));
+  r.output.tokens.reserve(max_generated);
+  r.output.text.reserve(max_generated * max_token_bytes);
+  r.step_text.reserve(2 * max_token_bytes);  // one token's text, or the last one's with the tail
+  // Pull mode: room for the whole text, so that however far the reader falls behind, the loop
+  // appends without allocating.
+  if (!r.on_text) r.channel->pending_text.reserve(r.output.text.capacity());
+  if (r.params.return_logits) r.output.logits.reserve(max_generated);
 }
 
 Result<RequestHandle> Engine::submit(EngineRequest request,
@@ -311,9 +338,13 @@ Status Engine::check_invariants() {
 }
 
 void Engine::loop() {
+  // The queues are swapped with these (emptied) vectors under the lock, so both sides keep their
+  // capacity and an iteration with nothing new allocates nothing.
+  std::vector<std::shared_ptr<Request>> arrivals;
+  std::vector<std::function<void()>> tasks;
   for (;;) {
-    std::deque<std::shared_ptr<Request>> arrivals;
-    std::deque<std::function<void()>> tasks;
+    arrivals.clear();
+    tasks.clear();
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] {
@@ -347,8 +378,8 @@ void Engine::loop() {
   for (const auto& r : std::vector<std::shared_ptr<Request>>(active_)) {
     finish(*r, FinishReason::CANCELLED);
   }
-  std::deque<std::shared_ptr<Request>> never_started;
-  std::deque<std::function<void()>> tasks;
+  std::vector<std::shared_ptr<Request>> never_started;
+  tasks.clear();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     never_started.swap(submitted_);
@@ -364,6 +395,12 @@ void Engine::loop() {
 }
 
 void Engine::cancel_requested() {
+  // Looked for first, so that the usual step (nobody cancelled) copies nothing.
+  const bool any = std::any_of(active_.begin(), active_.end(), [](const auto& r) {
+    return r->channel->cancel.load() && r->state != SequenceState::FINISHED;
+  });
+  if (!any) return;
+  // finish() erases from active_ (and may finish fork branches too): walk a copy.
   for (const auto& r : std::vector<std::shared_ptr<Request>>(active_)) {
     if (r->channel->cancel.load() && r->state != SequenceState::FINISHED) {
       finish(*r, FinishReason::CANCELLED);
@@ -381,7 +418,7 @@ void Engine::check_invariants_when_idle() {
 
 bool Engine::step() {
   const Clock::time_point plan_start = Clock::now();
-  const StepPlan plan = scheduler_->plan();
+  const StepPlan& plan = scheduler_->plan();
   const double plan_ms = ms_between(plan_start, Clock::now());
   for (Sequence* seq : plan.admitted) {
     auto* r = static_cast<Request*>(seq);
@@ -394,7 +431,7 @@ bool Engine::step() {
     batch_.clear();
     for (const ScheduledChunk& c : plan.chunks) {
       batch_.add_sequence(c.seq->tokens.data() + c.begin, c.n_tokens, c.begin,
-                          c.seq->kv.block_table(), c.n_logit_rows());
+                          c.seq->kv.block_table(), c.n_logit_rows());  // a view, not a copy
     }
     logits_.resize(std::max(logits_.size(), batch_.output_rows.size() * size_t(n_vocab_)));
     model_->forward(batch_, *kv_, *workspace_, *threads_, logits_.data());
@@ -484,28 +521,28 @@ void Engine::sample_and_emit(Request& r, const float* logits) {
     r.output.logprobs.push_back(std::move(entry));
   }
   if (r.output.stats.ttft_ms == 0) r.output.stats.ttft_ms = ms_between(r.submitted, Clock::now());
-  StopMatcher::Step step = r.stop->push(next);
+  std::string& text = r.step_text;  // reserved at submission: appending does not allocate
+  text.clear();
+  FinishReason finished = r.stop->push(next, text);
   if (!r.condition.is_stop_token(next)) {
     r.tokens.push_back(next);
     r.output.tokens.push_back(next);
   }
   // The next step computes position size() - 1, which must lie inside the context.
-  if (!step.finished() && r.size() > n_ctx_) {
-    StopMatcher::Step last = r.stop->finish(FinishReason::LENGTH);
-    step.text += last.text;
-    step.finish_reason = last.finish_reason;
+  if (finished == FinishReason::NONE && r.size() > n_ctx_) {
+    finished = r.stop->finish(FinishReason::LENGTH, text);
   }
-  if (!step.text.empty()) {
-    r.output.text += step.text;
+  if (!text.empty()) {
+    r.output.text += text;
     if (r.on_text) {
-      r.on_text(step.text);
+      r.on_text(text);
     } else {
       std::lock_guard<std::mutex> lock(r.channel->mutex);
-      r.channel->pieces.push_back(step.text);
+      r.channel->pending_text += text;
       r.channel->changed.notify_all();
     }
   }
-  if (step.finished()) finish(r, step.finish_reason);
+  if (finished != FinishReason::NONE) finish(r, finished);
 }
 
 void Engine::finish(Request& r, FinishReason reason) {

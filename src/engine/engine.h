@@ -18,7 +18,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -116,6 +115,8 @@ class RequestHandle {
   explicit RequestHandle(std::shared_ptr<RequestChannel> channel) : channel_(std::move(channel)) {}
 
   // Blocks until more text or the end: returns false at the end (then `text` is empty).
+  // `text` receives all the text produced since the last call (one or more tokens' worth); pass
+  // the same string each time to reuse its memory.
   bool next_text(std::string& text);
   // Blocks until the request ends.
   const RequestOutput& wait();
@@ -164,6 +165,11 @@ class Engine {
   // than the context, a token outside the vocab, bad sampling parameters or stop strings.
   // on_text, when given, is called on the engine's thread with each piece of text (keep it short);
   // otherwise pull the text with RequestHandle::next_text.
+  //
+  // Steps allocate nothing once requests are running: the request's buffers (tokens, block table,
+  // text) are sized here, on the caller's thread, for the most it can generate; the engine only
+  // appends to them. What the caller asks for per token is the exception: return_logits keeps a
+  // vector per token and return_prompt_logits one per prompt position.
   Result<RequestHandle> submit(EngineRequest request,
                                std::function<void(std::string_view)> on_text = {});
   // Submits the request and waits for its end: its output, or an error when it cannot be
@@ -207,6 +213,8 @@ class Engine {
   Status check_request(const EngineRequest& request) const;
   Result<std::shared_ptr<Request>> make_request(EngineRequest request,
                                                 std::function<void(std::string_view)> on_text);
+  // Sizes the request's output buffers for the most it can generate (see engine.cpp).
+  void reserve_output(Request& r) const;
   void loop();
   // Runs `fn` on the loop thread and waits for it.
   void run_on_loop(std::function<void()> fn);
@@ -247,8 +255,8 @@ class Engine {
   // Shared with callers, under mutex_.
   mutable std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<std::shared_ptr<Request>> submitted_;
-  std::deque<std::function<void()>> tasks_;
+  std::vector<std::shared_ptr<Request>> submitted_;
+  std::vector<std::function<void()>> tasks_;
   bool stopping_ = false;
   std::atomic<bool> cancel_pending_{false};
   EngineStats stats_;

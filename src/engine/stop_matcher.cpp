@@ -7,43 +7,54 @@ namespace trellis {
 StopMatcher::StopMatcher(const StopCondition& condition, const Tokenizer& tokenizer)
     : condition_(condition), decoder_(tokenizer), strings_(condition.stop_strings) {
   assert(condition.validate().ok());
+  decoded_.reserve(tokenizer.max_decoded_bytes() + 16);
 }
 
 StopMatcher::Step StopMatcher::push(TokenId id) {
-  assert(!finished());
   Step step;
-  if (finished()) return step;
-  ++n_tokens_;
-  if (condition_.is_stop_token(id)) return finish(FinishReason::STOP);
-
-  step.text = strings_.push(decoder_.push(id));
-  if (strings_.stopped()) {
-    finish_reason_ = FinishReason::STOP;
-    step.finish_reason = finish_reason_;
-    return step;
-  }
-  if (condition_.max_tokens.has_value() && n_tokens_ >= *condition_.max_tokens) {
-    Step last = finish(FinishReason::LENGTH);
-    step.text += last.text;
-    step.finish_reason = last.finish_reason;
-  }
+  step.finish_reason = push(id, step.text);
   return step;
 }
 
+FinishReason StopMatcher::push(TokenId id, std::string& text) {
+  assert(!finished());
+  if (finished()) return FinishReason::NONE;
+  ++n_tokens_;
+  if (condition_.is_stop_token(id)) return finish(FinishReason::STOP, text);
+
+  decoder_.push(id, decoded_);
+  strings_.push(decoded_, text);
+  decoded_.clear();
+  if (strings_.stopped()) {
+    finish_reason_ = FinishReason::STOP;
+    return finish_reason_;
+  }
+  if (condition_.max_tokens.has_value() && n_tokens_ >= *condition_.max_tokens) {
+    return finish(FinishReason::LENGTH, text);
+  }
+  return FinishReason::NONE;
+}
+
 StopMatcher::Step StopMatcher::finish(FinishReason reason) {
-  assert(reason != FinishReason::NONE);
   Step step;
-  if (finished()) return step;
+  step.finish_reason = finish(reason, step.text);
+  return step;
+}
+
+FinishReason StopMatcher::finish(FinishReason reason, std::string& text) {
+  assert(reason != FinishReason::NONE);
+  if (finished()) return FinishReason::NONE;
   // The decoder's tail is the last text of the sequence; it can still complete a stop string.
-  step.text = strings_.push(decoder_.flush());
+  decoder_.flush(decoded_);
+  strings_.push(decoded_, text);
+  decoded_.clear();
   if (strings_.stopped()) {
     reason = FinishReason::STOP;
   } else {
-    step.text += strings_.flush();
+    strings_.flush(text);
   }
   finish_reason_ = reason;
-  step.finish_reason = reason;
-  return step;
+  return reason;
 }
 
 }  // namespace trellis

@@ -34,10 +34,14 @@ class StopMatcher {
 
   // Feeds the next generated token. Precondition: !finished().
   Step push(TokenId id);
+  // The same, appending the text to `text` and returning the finish reason (NONE: not finished).
+  // Allocates nothing once `text` has room (the engine reuses one buffer per request).
+  FinishReason push(TokenId id, std::string& text);
 
   // Ends the sequence from outside (cancel, context full): releases the held-back text. The
   // finish reason becomes `reason` unless the released text completes a stop string (then STOP).
   Step finish(FinishReason reason);
+  FinishReason finish(FinishReason reason, std::string& text);
 
   bool finished() const { return finish_reason_ != FinishReason::NONE; }
   FinishReason finish_reason() const { return finish_reason_; }
@@ -50,6 +54,9 @@ class StopMatcher {
   StopCondition condition_;
   StreamDecoder decoder_;
   StopStringMatcher strings_;
+  // The decoder's output on its way to the stop strings, reused token after token: sized once for
+  // the most one token can decode to (with the bytes the decoder held back before it).
+  std::string decoded_;
   int32_t n_tokens_ = 0;
   FinishReason finish_reason_ = FinishReason::NONE;
 };

@@ -86,6 +86,10 @@ float* AttentionScratch::scores(int thread, int64_t n) {
   return buf.data();
 }
 
+void AttentionScratch::reserve(int n_threads, int64_t n) {
+  for (int t = 0; t < n_threads; ++t) scores(t, n);
+}
+
 void kv_write(KvStorage& kv, int64_t layer, const AttentionRow& row, const float* k,
               const float* v) {
   const KvLayout& layout = kv.layout();

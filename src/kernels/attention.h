@@ -22,6 +22,9 @@ struct AttentionRow {
 class AttentionScratch {
  public:
   float* scores(int thread, int64_t n);  // grows only when n exceeds what that thread holds
+  // Sizes every thread's buffer for n scores up front (say a context's worth), so that attention
+  // over up to n positions never allocates.
+  void reserve(int n_threads, int64_t n);
 
  private:
   std::vector<std::vector<float>> per_thread_;

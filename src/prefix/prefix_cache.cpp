@@ -36,6 +36,12 @@ void SequenceKv::reset() {
   if (cache_ != nullptr) cache_->release(*this);
 }
 
+void SequenceKv::reserve_table(int32_t n_tokens) {
+  if (cache_ == nullptr || n_tokens <= 0) return;
+  const int32_t B = cache_->block_size();
+  block_table_.reserve(static_cast<size_t>((n_tokens + B - 1) / B));
+}
+
 int32_t SequenceKv::capacity_tokens() const {
   return cache_ == nullptr ? 0 : static_cast<int32_t>(block_table_.size()) * cache_->block_size();
 }

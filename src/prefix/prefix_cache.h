@@ -58,6 +58,9 @@ class SequenceKv {
 
   // Releases the blocks and the lock now (no-op when empty).
   void reset();
+  // Sizes the block table's memory for n_tokens positions, so that growing it that far (reserve)
+  // allocates no memory. Takes no block. No-op when empty or n_tokens <= 0.
+  void reserve_table(int32_t n_tokens);
 
   // blocks()[j] holds token positions [j * B, (j + 1) * B).
   const std::vector<BlockId>& block_table() const { return block_table_; }

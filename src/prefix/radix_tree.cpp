@@ -183,25 +183,34 @@ PrefixNode* RadixTree::root_for(std::string_view ns) {
   return it->second.get();
 }
 
+// Re-filing a leaf under its new key moves its map node (extract, then insert the handle): a touch
+// allocates nothing.
 void RadixTree::touch(PrefixNode* node, uint64_t tick) {
-  if (node->in_lru) {
-    lru_.erase(node->lru_key);
-    node->last_access = tick;
-    node->lru_key = node->key();
-    lru_.emplace(node->lru_key, node);
-  } else {
-    node->last_access = tick;
-  }
+  node->last_access = tick;
+  if (!node->in_lru) return;
+  LeafLru::node_type handle = lru_.extract(node->lru_key);
+  node->lru_key = node->key();
+  handle.key() = node->lru_key;
+  lru_.insert(std::move(handle));
 }
 
+// A node leaving the set keeps its map node as spare_lru_node_ for the next one to enter, so the
+// usual hand-over (an insert makes a leaf the parent of a new leaf) allocates nothing either.
 void RadixTree::update_lru(PrefixNode* node) {
   const bool evictable = !node->is_root() && node->children.empty() && node->lock_count == 0;
   if (evictable == node->in_lru) return;
   if (evictable) {
     node->lru_key = node->key();
-    lru_.emplace(node->lru_key, node);
+    if (spare_lru_node_.empty()) {
+      lru_.emplace(node->lru_key, node);
+    } else {
+      spare_lru_node_.key() = node->lru_key;
+      spare_lru_node_.mapped() = node;
+      lru_.insert(std::move(spare_lru_node_));
+      spare_lru_node_ = LeafLru::node_type();
+    }
   } else {
-    lru_.erase(node->lru_key);
+    spare_lru_node_ = lru_.extract(node->lru_key);
   }
   node->in_lru = evictable;
 }

@@ -228,6 +228,7 @@ class RadixTree {
   RadixTreeConfig config_;
   std::map<std::string, NodePtr, std::less<>> roots_;  // one per non-empty namespace
   LeafLru lru_;
+  LeafLru::node_type spare_lru_node_;  // see update_lru
   uint64_t clock_ = 0;
   uint64_t next_id_ = 0;
   int64_t n_nodes_ = 0;

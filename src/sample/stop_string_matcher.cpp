@@ -15,7 +15,17 @@ StopStringMatcher::StopStringMatcher(std::vector<std::string> stop_strings) {
 }
 
 std::string StopStringMatcher::push(std::string_view text) {
-  if (stopped()) return {};
+  std::string out;
+  push(text, out);
+  return out;
+}
+
+void StopStringMatcher::push(std::string_view text, std::string& out) {
+  if (stopped()) return;
+  if (max_stop_bytes_ == 0) {  // nothing to look for: everything is output at once
+    out.append(text);
+    return;
+  }
   held_.append(text);
 
   // held_ had no whole stop string before this push, so any match involves the new text; the
@@ -35,23 +45,27 @@ std::string StopStringMatcher::push(std::string_view text) {
   }
   if (best_start != std::string::npos) {
     matched_index_ = original_index_[best_index];
-    std::string out = held_.substr(0, best_start);
+    out.append(held_, 0, best_start);
     held_.clear();
-    return out;
+    return;
   }
 
   //   [0 ........ release) [release ........ size)
   //    output now           may start a stop string
   const size_t release = held_.size() - held_suffix_bytes();
-  std::string out = held_.substr(0, release);
+  out.append(held_, 0, release);
   held_.erase(0, release);
-  return out;
 }
 
 std::string StopStringMatcher::flush() {
   std::string out;
   out.swap(held_);
   return out;
+}
+
+void StopStringMatcher::flush(std::string& out) {
+  out.append(held_);
+  held_.clear();
 }
 
 // Length of the longest suffix of held_ that is a proper prefix of a stop string (0 if none).

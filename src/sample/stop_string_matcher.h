@@ -27,10 +27,14 @@ class StopStringMatcher {
   // Appends `text` and returns the text now known to be output. Once a stop string is found the
   // return value is the text before it, stopped() becomes true and later pushes return "".
   std::string push(std::string_view text);
+  // The same, appending the released text to `out`. Allocates nothing when `out` has room and the
+  // held-back buffer has held a push this long before (without stop strings it is never used).
+  void push(std::string_view text, std::string& out);
 
   // End of the stream without a stop string: releases the held-back text (a partial match that
   // never completed is ordinary output).
   std::string flush();
+  void flush(std::string& out);
 
   bool stopped() const { return matched_index_.has_value(); }
   // Index (into the constructor's list) of the stop string that was found, if any.

@@ -9,6 +9,13 @@ namespace trellis {
 
 Scheduler::Scheduler(PrefixCache& cache, SchedulerConfig config) : cache_(cache), config_(config) {
   assert(config.max_seqs >= 1 && config.max_batch_tokens >= config.max_seqs);
+  // A step plans at most one chunk per running sequence: sized once, planning never allocates.
+  const auto max_seqs = static_cast<size_t>(config.max_seqs);
+  running_.reserve(max_seqs);
+  preempted_this_step_.reserve(max_seqs);
+  plan_.chunks.reserve(max_seqs);
+  plan_.admitted.reserve(max_seqs);
+  plan_.preempted.reserve(max_seqs);
 }
 
 void Scheduler::enqueue(Sequence* seq) {
@@ -17,8 +24,13 @@ void Scheduler::enqueue(Sequence* seq) {
 }
 
 void Scheduler::add_running(Sequence* seq) {
-  seq->state = SequenceState::RUNNING;
   seq->admitted_once = true;
+  start_running(seq);
+}
+
+void Scheduler::start_running(Sequence* seq) {
+  seq->kv.reserve_table(seq->max_size);
+  seq->state = SequenceState::RUNNING;
   running_.push_back(seq);
 }
 
@@ -73,19 +85,15 @@ void Scheduler::order_waiting() {
     return;
   }
   // LPM with aging. Key: (not aged, aged ? id : -cached length, id), smallest first.
-  struct Keyed {
-    std::tuple<bool, int64_t, uint64_t> key;
-    Sequence* seq;
-  };
-  std::vector<Keyed> keyed;
-  keyed.reserve(waiting_.size());
+  std::vector<WaitingKey>& keyed = waiting_keys_;
+  keyed.clear();
   for (Sequence* seq : waiting_) {
     const bool aged = seq->n_steps_waiting >= config_.max_wait_steps;
     const int64_t second = aged ? static_cast<int64_t>(seq->id) : -int64_t{match(*seq).n_tokens};
     keyed.push_back({{!aged, second, seq->id}, seq});
   }
   std::sort(keyed.begin(), keyed.end(),
-            [](const Keyed& a, const Keyed& b) { return a.key < b.key; });
+            [](const WaitingKey& a, const WaitingKey& b) { return a.key < b.key; });
   for (size_t i = 0; i < keyed.size(); ++i) waiting_[i] = keyed[i].seq;
 }
 
@@ -95,6 +103,9 @@ PrefixMatch Scheduler::match(const Sequence& seq) const {
 }
 
 void Scheduler::admit_waiting(StepPlan& plan, int32_t& budget) {
+  const bool can_admit =
+      !waiting_.empty() && static_cast<int32_t>(running_.size()) < config_.max_seqs && budget > 0;
+  if (!can_admit) return;  // nothing to order either: the order is only used to admit
   order_waiting();
   size_t i = 0;
   while (i < waiting_.size() && static_cast<int32_t>(running_.size()) < config_.max_seqs &&
@@ -113,8 +124,7 @@ void Scheduler::admit_waiting(StepPlan& plan, int32_t& budget) {
     seq->n_computed = matched.n_tokens;
     if (!seq->admitted_once) seq->n_cached_tokens = matched.n_tokens;
     seq->admitted_once = true;
-    seq->state = SequenceState::RUNNING;
-    running_.push_back(seq);
+    start_running(seq);
     waiting_.erase(waiting_.begin() + static_cast<ptrdiff_t>(i));
     plan.admitted.push_back(seq);
     const int32_t n = std::min(seq->n_pending(), budget);
@@ -123,10 +133,14 @@ void Scheduler::admit_waiting(StepPlan& plan, int32_t& budget) {
   }
 }
 
-StepPlan Scheduler::plan() {
+const StepPlan& Scheduler::plan() {
   ++n_steps_;
   preempted_this_step_.clear();
-  StepPlan plan;
+  StepPlan& plan = plan_;
+  plan.chunks.clear();
+  plan.admitted.clear();
+  plan.preempted.clear();
+  plan.n_tokens = 0;
   grow_running();
   int32_t budget = config_.max_batch_tokens;
   // Decode tokens first (one per sequence), so that prefill never stalls them ...
@@ -146,7 +160,7 @@ StepPlan Scheduler::plan() {
   }
   admit_waiting(plan, budget);
   for (Sequence* seq : waiting_) ++seq->n_steps_waiting;
-  plan.preempted = preempted_this_step_;
+  plan.preempted.assign(preempted_this_step_.begin(), preempted_this_step_.end());
   plan.n_tokens = config_.max_batch_tokens - budget;
   return plan;
 }

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <tuple>
 #include <vector>
 
 #include "prefix/prefix_cache.h"
@@ -77,7 +78,9 @@ class Scheduler {
   void remove(Sequence* seq);
 
   // Plans the next step (admitting and preempting as needed). Empty when nothing can run.
-  StepPlan plan();
+  // The plan is the scheduler's own, reused step after step so that planning a step of running
+  // sequences allocates nothing: it stays valid until the next plan().
+  const StepPlan& plan();
   // Records that the planned chunks ran: advances each sequence's n_computed.
   void complete(const StepPlan& plan);
 
@@ -89,7 +92,11 @@ class Scheduler {
   // Makes room for the running sequences' next tokens; preempts the newest when needed.
   void grow_running();
   void admit_waiting(StepPlan& plan, int32_t& budget);
+  // Sorts waiting_ by policy. LPM matches every waiting sequence against the cache, so it runs
+  // only when a sequence can actually be admitted.
   void order_waiting();
+  // Marks seq running with the blocks it holds, its block table sized for seq->max_size.
+  void start_running(Sequence* seq);
   // The cached prefix that admitting seq would reuse (nothing when it wants its prompt logits).
   PrefixMatch match(const Sequence& seq) const;
   void preempt(Sequence* seq);
@@ -101,6 +108,13 @@ class Scheduler {
   std::vector<Sequence*> running_;  // admission order
   std::vector<Sequence*> waiting_;  // policy order after order_waiting()
   std::vector<Sequence*> preempted_this_step_;
+  // Reused step after step (their capacity is kept): the plan and LPM's sort keys.
+  StepPlan plan_;
+  struct WaitingKey {
+    std::tuple<bool, int64_t, uint64_t> key;  // (not aged, aged ? id : -cached length, id)
+    Sequence* seq;
+  };
+  std::vector<WaitingKey> waiting_keys_;
   int64_t n_steps_ = 0;
 };
 

@@ -25,6 +25,9 @@ struct Sequence {
   std::string cache_namespace;
   std::vector<TokenId> tokens;
   int32_t n_prompt = 0;
+  // The most tokens the sequence can reach (prompt + max_tokens, within the context); 0: unknown.
+  // Admission sizes the block table for it, so that decoding never grows the table's memory.
+  int32_t max_size = 0;
   int32_t n_computed = 0;
   SequenceState state = SequenceState::WAITING;
   SequenceKv kv;                // empty unless RUNNING

@@ -1,5 +1,6 @@
 #include "tokenizer/tokenizer.h"
 
+#include <algorithm>
 #include <string>
 
 #include "base/utf8.h"
@@ -61,13 +62,39 @@ void append_sanitized(std::string& out, std::string_view text) {
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::create(Vocab vocab) {
   TRELLIS_TRY(validate_vocab(vocab));
+  Result<std::unique_ptr<Tokenizer>> tokenizer =
+      Error{"unknown tokenizer kind for model '" + vocab.model + "'"};
   switch (vocab.kind) {
     case TokenizerKind::SPM:
-      return make_spm_tokenizer(std::move(vocab));
+      tokenizer = make_spm_tokenizer(std::move(vocab));
+      break;
     case TokenizerKind::BPE:
-      return make_bpe_tokenizer(std::move(vocab));
+      tokenizer = make_bpe_tokenizer(std::move(vocab));
+      break;
   }
-  return Error{"unknown tokenizer kind for model '" + vocab.model + "'"};
+  if (tokenizer.ok()) (*tokenizer)->index_pieces();
+  return tokenizer;
+}
+
+void Tokenizer::index_pieces() {
+  piece_offsets_.assign(1, 0);
+  piece_offsets_.reserve(static_cast<size_t>(vocab_.size()) + 1);
+  for (TokenId id = 0; id < vocab_.size(); ++id) {
+    const std::string piece = token_to_piece(id);
+    max_piece_bytes_ = std::max(max_piece_bytes_, piece.size());
+    const auto non_ascii = static_cast<size_t>(
+        std::count_if(piece.begin(), piece.end(), [](char c) { return (c & 0x80) != 0; }));
+    max_decoded_bytes_ = std::max(max_decoded_bytes_, piece.size() + 2 * non_ascii);
+    piece_bytes_ += piece;
+    piece_offsets_.push_back(static_cast<uint32_t>(piece_bytes_.size()));
+  }
+}
+
+std::string_view Tokenizer::piece(TokenId id) const {
+  if (id < 0 || static_cast<size_t>(id) + 1 >= piece_offsets_.size()) return {};
+  const uint32_t begin = piece_offsets_[static_cast<size_t>(id)];
+  const uint32_t end = piece_offsets_[static_cast<size_t>(id) + 1];
+  return std::string_view(piece_bytes_).substr(begin, end - begin);
 }
 
 std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_special,
@@ -112,20 +139,28 @@ std::string Tokenizer::decode(std::span<const TokenId> ids, bool render_special)
 
 // Invariant: pending_ holds at most the first 3 bytes of one unfinished UTF-8 sequence.
 std::string StreamDecoder::push(TokenId id) {
-  pending_ += tokenizer_.token_to_piece(id);
-  const size_t complete = utf8_complete_prefix(pending_);
   std::string out;
+  push(id, out);
+  return out;
+}
+
+void StreamDecoder::push(TokenId id, std::string& out) {
+  pending_ += tokenizer_.piece(id);
+  const size_t complete = utf8_complete_prefix(pending_);
   append_sanitized(out, std::string_view(pending_).substr(0, complete));
   pending_.erase(0, complete);
+}
+
+std::string StreamDecoder::flush() {
+  std::string out;
+  flush(out);
   return out;
 }
 
 // The held-back bytes are one incomplete sequence, so it becomes a single U+FFFD.
-std::string StreamDecoder::flush() {
-  std::string out;
+void StreamDecoder::flush(std::string& out) {
   if (!pending_.empty()) append_utf8(out, 0xFFFD);
   pending_.clear();
-  return out;
 }
 
 }  // namespace trellis

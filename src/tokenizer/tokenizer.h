@@ -44,6 +44,15 @@ class Tokenizer {
   // byte-to-unicode mapping is undone). Control tokens yield "" unless `render_special`.
   virtual std::string token_to_piece(TokenId id, bool render_special = false) const = 0;
 
+  // token_to_piece(id) without render_special, as a view into a table built once at creation
+  // (so streaming text allocates nothing per token). Empty for ids outside the vocab.
+  std::string_view piece(TokenId id) const;
+  // The longest piece() in bytes.
+  size_t max_piece_bytes() const { return max_piece_bytes_; }
+  // The most text one token can add to a decoded stream: its piece's bytes, each non-ASCII byte
+  // counted 3 times since it may turn out invalid and become a 3-byte U+FFFD (StreamDecoder).
+  size_t max_decoded_bytes() const { return max_decoded_bytes_; }
+
   // Concatenated pieces of `ids`.
   std::string decode(std::span<const TokenId> ids, bool render_special = false) const;
 
@@ -69,17 +78,33 @@ class Tokenizer {
                                                 bool add_special) const = 0;
 
   Vocab vocab_;
+
+ private:
+  // Fills the piece table from token_to_piece (create() calls it once the tokenizer exists).
+  void index_pieces();
+
+  std::string piece_bytes_;              // every token's piece, concatenated in id order
+  std::vector<uint32_t> piece_offsets_;  // [n_vocab + 1]: token i is [offsets[i], offsets[i + 1])
+  size_t max_piece_bytes_ = 0;
+  size_t max_decoded_bytes_ = 0;
 };
 
 // Turns a stream of tokens into text that is valid UTF-8 at every step: bytes of a character split
 // over several tokens are held back until the character is complete.
 class StreamDecoder {
  public:
-  explicit StreamDecoder(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
+  // pending_ is sized once for the longest piece plus a held-back partial character, the most it
+  // ever holds, so push() never grows it.
+  explicit StreamDecoder(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {
+    pending_.reserve(tokenizer.max_piece_bytes() + 4);
+  }
   // Text that became complete with this token (possibly empty).
   std::string push(TokenId id);
+  // The same, appended to `out`: allocates nothing when `out` has room.
+  void push(TokenId id, std::string& out);
   // Whatever is still held back, with incomplete sequences replaced by U+FFFD.
   std::string flush();
+  void flush(std::string& out);
 
  private:
   const Tokenizer& tokenizer_;

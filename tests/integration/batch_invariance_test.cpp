@@ -58,8 +58,11 @@ struct Harness {
     for (const std::vector<Chunk>& chunks : batches) {
       ForwardBatch batch;
       std::vector<std::pair<int, int32_t>> owners;  // output row -> (sequence, position)
-      for (const Chunk& c : chunks) {
-        std::vector<int32_t> table;
+      // The batch only views the block tables: they live here until the forward pass has run.
+      std::vector<std::vector<int32_t>> tables(chunks.size());
+      for (size_t i = 0; i < chunks.size(); ++i) {
+        const Chunk& c = chunks[i];
+        std::vector<int32_t>& table = tables[i];
         for (int32_t b = 0; b < kBlocksPerSequence; ++b)
           table.push_back(c.seq * kBlocksPerSequence + b);
         batch.add_sequence(prompts[static_cast<size_t>(c.seq)].data() + c.begin, c.count, c.begin,
@@ -143,13 +146,15 @@ TEST(SharedPrefixBlocks, ReadingAnotherSequencesBlocksChangesNothing) {
   Workspace ws(h.model->hparams(), 64);
   ThreadPool pool(2);
   // A fills blocks 0..2; B's table starts with A's blocks 0 and 1, then its own block 5.
+  const std::vector<int32_t> first_table = {0, 1, 2};
+  const std::vector<int32_t> second_table = {0, 1, 5};
   ForwardBatch first;
-  first.add_sequence(a.data(), static_cast<int32_t>(a.size()), 0, {0, 1, 2}, 0);
+  first.add_sequence(a.data(), static_cast<int32_t>(a.size()), 0, first_table, 0);
   h.model->forward(first, kv, ws, pool, nullptr);
   ForwardBatch second;
   const int32_t shared = 2 * kBlockSize;
-  second.add_sequence(b.data() + shared, static_cast<int32_t>(b.size()) - shared, shared, {0, 1, 5},
-                      static_cast<int32_t>(b.size()) - shared);
+  second.add_sequence(b.data() + shared, static_cast<int32_t>(b.size()) - shared, shared,
+                      second_table, static_cast<int32_t>(b.size()) - shared);
   std::vector<float> logits(static_cast<size_t>(second.n_rows() * n_vocab));
   h.model->forward(second, kv, ws, pool, logits.data());
   const float* expected = alone[0].data() + static_cast<size_t>(shared * n_vocab);

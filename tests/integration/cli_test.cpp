@@ -492,5 +492,20 @@ TEST(CliBench, SpeedPrintsJson) {
   EXPECT_GT(j["peak_rss_bytes"].get<double>(), 0);
 }
 
+TEST(CliBench, SpeedBatchedGivesARowPerBatchSize) {
+  TRELLIS_REQUIRE_SHARED();
+  nlohmann::json j = nlohmann::json::parse(
+      stdout_only("bench speed --json -t 1 -p 16 -n 8 -r 1 --batch 1,3 -m " + stories_model()));
+  ASSERT_EQ(j["batches"].size(), 2u);
+  EXPECT_EQ(j["batches"][0]["n_sequences"], 1);
+  EXPECT_EQ(j["batches"][1]["n_sequences"], 3);
+  for (const nlohmann::json& row : j["batches"]) {
+    EXPECT_GT(row["prompt_tokens_per_s"].get<double>(), 0);
+    EXPECT_GT(row["generation_tokens_per_s"].get<double>(), 0);
+  }
+  CommandResult bad = run_cli("bench speed -t 1 -p 16 -n 8 --batch 0 -m " + stories_model());
+  EXPECT_EQ(bad.exit_code, 1);
+}
+
 }  // namespace
 }  // namespace trellis

@@ -1,0 +1,221 @@
+// The engine's step loop allocates nothing in steady state: once requests are admitted, their
+// decode steps and the prefill chunks of a long prompt run without a single heap allocation, in
+// the loop thread or the thread pool's workers, whether the text is pushed to a callback or pulled
+// with next_text.
+//
+// With the prefix cache on, each prefill chunk caches its whole blocks in the radix tree as a new
+// node, a heap object: those few allocations per chunk are the cache's work (they follow the
+// chunks cached, not the steps or the requests decoding), and decode steps still allocate nothing.
+//
+// Global operator new is replaced in this binary only, to count allocations. The test's own
+// thread is not counted: it only submits requests and pulls text (next_text copies the text into
+// the caller's string, an allocation that is the caller's by design).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "model/model_presets.h"
+#include "model/synth_model.h"
+#include "test_support.h"
+
+// GCC inlines library deallocations into the replaced operator delete below and then sees free()
+// meet what it takes for its own operator new; both are replaced here, so they do match.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+namespace {
+std::atomic<int64_t> g_allocations{0};
+thread_local bool t_uncounted = false;  // set on the test's thread
+}  // namespace
+
+void* operator new(std::size_t size) {
+  if (!t_uncounted) g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t size) {
+  return operator new(size);
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+// The nothrow forms too, so that every new that pairs with the deletes above uses malloc (a
+// sanitizer's own nothrow new would otherwise meet this free).
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  if (!t_uncounted) g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(size == 0 ? 1 : size);
+}
+void* operator new[](std::size_t size, const std::nothrow_t& tag) noexcept {
+  return operator new(size, tag);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+
+namespace trellis {
+namespace {
+
+using Tokens = std::vector<TokenId>;
+
+const std::string& tiny_model_path() {
+  static const std::string path = [] {
+    std::string p = testing::temp_dir() + "/alloc-tiny.gguf";
+    SynthOptions options{*find_model_preset("tiny"), DType::Q8_0, 5, "", p, 2, false};
+    Status status = synthesize_model(options);
+    EXPECT_TRUE(status.ok()) << status.error().message;
+    return p;
+  }();
+  return path;
+}
+
+Tokens counting_tokens(TokenId first, int32_t n) {
+  Tokens t;
+  for (int32_t i = 0; i < n; ++i) t.push_back(first + (i * 7) % 300);
+  return t;
+}
+
+EngineRequest greedy(Tokens prompt, int32_t max_tokens) {
+  EngineRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.sampling.temperature = 0;
+  r.ignore_eos = true;
+  return r;
+}
+
+// A stretch of n_pieces pieces of the probe request's text, from the first piece at which `ready`
+// holds: the allocation count and the step number read at both ends on the loop thread (inside
+// the callback, between two steps).
+struct Window {
+  int n_pieces = 0;
+  std::function<bool()> ready;
+  int start_piece = -1;
+  std::atomic<int64_t> allocations_at_start{-1};
+  std::atomic<int64_t> allocations_at_end{-1};
+  std::atomic<int64_t> step_at_start{-1};
+  std::atomic<int64_t> step_at_end{-1};
+
+  void mark(int piece, const Engine& engine) {
+    if (start_piece < 0 && ready()) {
+      start_piece = piece;
+      allocations_at_start = g_allocations.load();
+      step_at_start = engine.stats().n_steps;
+    } else if (start_piece >= 0 && piece == start_piece + n_pieces) {
+      allocations_at_end = g_allocations.load();
+      step_at_end = engine.stats().n_steps;
+    }
+  }
+  bool done() const { return step_at_end >= 0; }
+  int64_t allocations() const { return allocations_at_end - allocations_at_start; }
+  int64_t steps() const { return step_at_end - step_at_start; }
+};
+
+class EngineAllocTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(EngineAllocTest, SteadyStateStepsDoNotAllocate) {
+  t_uncounted = true;
+  const bool cache_on = GetParam();
+  EngineConfig config;
+  config.n_threads = 2;  // the pool's worker runs kernels too: its allocations count
+  config.block_size = 8;
+  config.n_ctx = 512;  // room for the long prompt and all its tokens: nothing ends early
+  config.prefix_cache.enabled = cache_on;
+  config.scheduler.max_seqs = 8;
+  // Three decoders take 3 tokens of each step: the long prompt goes in chunks of 13.
+  config.scheduler.max_batch_tokens = 16;
+  Result<std::unique_ptr<Engine>> created = Engine::create(tiny_model_path(), config);
+  ASSERT_TRUE(created.ok()) << created.error().message;
+  Engine& engine = **created;
+
+  // While the long prompt is prefilled (in chunks, beside the decoders), from the step after the
+  // last admission (requests arrive while the loop already runs); then once every request
+  // decodes. Every request outlives both windows.
+  std::atomic<int64_t> long_prompt_first_step{-1};  // the step that finished its prefill
+  Window prefill;
+  prefill.n_pieces = 40;
+  prefill.ready = [&] { return engine.stats().n_running == 4; };
+  Window decode;
+  decode.n_pieces = 40;
+  decode.ready = [&] { return prefill.done() && long_prompt_first_step.load() >= 0; };
+  std::atomic<int> n_probe_pieces{0};
+  auto probe = [&](std::string_view) {
+    const int piece = ++n_probe_pieces;
+    prefill.mark(piece, engine);
+    decode.mark(piece, engine);
+  };
+  auto mark_prefilled = [&](std::string_view) {
+    if (long_prompt_first_step.load() < 0) long_prompt_first_step = engine.stats().n_steps;
+  };
+  std::atomic<int> n_ignored{0};
+  auto ignore = [&](std::string_view) { ++n_ignored; };
+
+  std::vector<RequestHandle> handles;
+  auto submit = [&](EngineRequest request, std::function<void(std::string_view)> on_text) {
+    Result<RequestHandle> h = engine.submit(std::move(request), std::move(on_text));
+    ASSERT_TRUE(h.ok()) << h.error().message;
+    handles.push_back(*h);
+  };
+  submit(greedy(counting_tokens(10, 5), 150), probe);
+  submit(greedy(counting_tokens(20, 5), 150), ignore);
+  submit(greedy(counting_tokens(30, 5), 150), {});  // pulled below
+  submit(greedy(counting_tokens(40, 200), 140), mark_prefilled);
+
+  std::string text;  // reused: after the first few pulls it has room
+  int64_t n_pulled_bytes = 0;
+  while (handles[2].next_text(text)) n_pulled_bytes += static_cast<int64_t>(text.size());
+  for (RequestHandle& h : handles) {
+    EXPECT_EQ(h.wait().finish_reason, FinishReason::LENGTH) << h.wait().error;
+  }
+  EXPECT_EQ(n_pulled_bytes, static_cast<int64_t>(handles[2].wait().text.size()));
+
+  ASSERT_TRUE(prefill.done() && decode.done());
+  // The first window covers most of the long prompt's prefill chunks (13 tokens each), the second
+  // only decode steps.
+  EXPECT_GE(prefill.steps(), prefill.n_pieces);
+  const int64_t n_chunks = long_prompt_first_step - prefill.step_at_start;
+  EXPECT_GE(n_chunks, 10);
+  EXPECT_LT(long_prompt_first_step, prefill.step_at_end);
+  EXPECT_GE(decode.steps(), decode.n_pieces);
+  EXPECT_EQ(decode.allocations(), 0) << "heap allocations in " << decode.steps() << " steps";
+  if (cache_on) {
+    // Only the tree node each chunk adds for the blocks it caches: the node, its tokens and
+    // blocks, its entry in its parent's children (and that map's buckets for a first child).
+    EXPECT_LE(prefill.allocations(), 5 * n_chunks) << "in " << prefill.steps() << " steps";
+  } else {
+    EXPECT_EQ(prefill.allocations(), 0) << "heap allocations in " << prefill.steps() << " steps";
+  }
+  std::printf(
+      "cache %s: %lld allocations in %lld steps (%lld prefill chunks), %lld in %lld "
+      "decode steps\n",
+      cache_on ? "on" : "off", static_cast<long long>(prefill.allocations()),
+      static_cast<long long>(prefill.steps()), static_cast<long long>(n_chunks),
+      static_cast<long long>(decode.allocations()), static_cast<long long>(decode.steps()));
+}
+
+INSTANTIATE_TEST_SUITE_P(CacheOffAndOn, EngineAllocTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "CacheOn" : "CacheOff");
+                         });
+
+}  // namespace
+}  // namespace trellis
