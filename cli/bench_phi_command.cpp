@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "alloc_hook.h"
+#include "base/alloc_hook.h"
 #include "bench/phi_bench.h"
 #include "bench/plot.h"
 #include "bench_common.h"

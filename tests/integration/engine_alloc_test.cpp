@@ -7,8 +7,8 @@
 // node, a heap object: those few allocations per chunk are the cache's work (they follow the
 // chunks cached, not the steps or the requests decoding), and decode steps still allocate nothing.
 //
-// Global operator new is replaced in this binary only, to count allocations. The test's own
-// thread is not counted: it only submits requests and pulls text (next_text copies the text into
+// This binary links the counting operator new (base/alloc_hook.h). The test's own thread is not
+// counted: it only submits requests and pulls text (next_text copies the text into
 // the caller's string, an allocation that is the caller's by design).
 #include <gtest/gtest.h>
 
@@ -18,59 +18,14 @@
 #include <functional>
 #include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "base/alloc_hook.h"
 #include "engine/engine.h"
 #include "model/model_presets.h"
 #include "model/synth_model.h"
 #include "test_support.h"
-
-// GCC inlines library deallocations into the replaced operator delete below and then sees free()
-// meet what it takes for its own operator new; both are replaced here, so they do match.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
-namespace {
-std::atomic<int64_t> g_allocations{0};
-thread_local bool t_uncounted = false;  // set on the test's thread
-}  // namespace
-
-void* operator new(std::size_t size) {
-  if (!t_uncounted) g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t size) {
-  return operator new(size);
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-  std::free(p);
-}
-// The nothrow forms too, so that every new that pairs with the deletes above uses malloc (a
-// sanitizer's own nothrow new would otherwise meet this free).
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  if (!t_uncounted) g_allocations.fetch_add(1, std::memory_order_relaxed);
-  return std::malloc(size == 0 ? 1 : size);
-}
-void* operator new[](std::size_t size, const std::nothrow_t& tag) noexcept {
-  return operator new(size, tag);
-}
-void operator delete(void* p, const std::nothrow_t&) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, const std::nothrow_t&) noexcept {
-  std::free(p);
-}
 
 namespace trellis {
 namespace {
@@ -118,10 +73,10 @@ struct Window {
   void mark(int piece, const Engine& engine) {
     if (start_piece < 0 && ready()) {
       start_piece = piece;
-      allocations_at_start = g_allocations.load();
+      allocations_at_start = heap_allocations();
       step_at_start = engine.stats().n_steps;
     } else if (start_piece >= 0 && piece == start_piece + n_pieces) {
-      allocations_at_end = g_allocations.load();
+      allocations_at_end = heap_allocations();
       step_at_end = engine.stats().n_steps;
     }
   }
@@ -133,7 +88,7 @@ struct Window {
 class EngineAllocTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(EngineAllocTest, SteadyStateStepsDoNotAllocate) {
-  t_uncounted = true;
+  count_this_thread(false);
   const bool cache_on = GetParam();
   EngineConfig config;
   config.n_threads = 2;  // the pool's worker runs kernels too: its allocations count
@@ -210,6 +165,23 @@ TEST_P(EngineAllocTest, SteadyStateStepsDoNotAllocate) {
       cache_on ? "on" : "off", static_cast<long long>(prefill.allocations()),
       static_cast<long long>(prefill.steps()), static_cast<long long>(n_chunks),
       static_cast<long long>(decode.allocations()), static_cast<long long>(decode.steps()));
+}
+
+// The zero counts above mean something only if the hook counts: a direct call of the global
+// operator new (never elided, unlike a new-expression) on a counted thread must show.
+TEST(AllocHook, CountsTheAllocationsOfCountedThreadsOnly) {
+  int64_t counted = 0, uncounted = 0;
+  std::thread([&] {
+    const int64_t before = heap_allocations();
+    ::operator delete(::operator new(64));
+    counted = heap_allocations() - before;
+    count_this_thread(false);
+    const int64_t after = heap_allocations();
+    ::operator delete(::operator new(64));
+    uncounted = heap_allocations() - after;
+  }).join();
+  EXPECT_GE(counted, 1);
+  EXPECT_EQ(uncounted, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(CacheOffAndOn, EngineAllocTest, ::testing::Values(false, true),

@@ -2,24 +2,38 @@
 // operator new is replaced by one that counts, then calls malloc (sanitizers still see every
 // allocation through malloc). Aligned allocations keep the library's own operators and are not
 // counted; nothing in the engine's hot path uses them.
-#include "alloc_hook.h"
+#include "base/alloc_hook.h"
 
 #include <atomic>
 #include <cstdlib>
 #include <new>
 
+// GCC inlines library deallocations into the replaced operator delete below and then sees free()
+// meet what it takes for its own operator new; both are replaced here, so they do match.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
 namespace {
 std::atomic<int64_t> g_heap_allocations{0};
+thread_local bool t_uncounted = false;
+
+void count_one() {
+  if (!t_uncounted) g_heap_allocations.fetch_add(1, std::memory_order_relaxed);
+}
 }  // namespace
 
-namespace trellis::cli {
+namespace trellis {
 int64_t heap_allocations() {
   return g_heap_allocations.load(std::memory_order_relaxed);
 }
-}  // namespace trellis::cli
+void count_this_thread(bool counted) {
+  t_uncounted = !counted;
+}
+}  // namespace trellis
 
 void* operator new(std::size_t size) {
-  g_heap_allocations.fetch_add(1, std::memory_order_relaxed);
+  count_one();
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
 }
@@ -41,7 +55,7 @@ void operator delete[](void* p, std::size_t) noexcept {
 // The nothrow forms too: every form that pairs with the deletes above must allocate with malloc
 // (a sanitizer's own nothrow new would otherwise meet our free).
 void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  g_heap_allocations.fetch_add(1, std::memory_order_relaxed);
+  count_one();
   return std::malloc(size == 0 ? 1 : size);
 }
 void* operator new[](std::size_t size, const std::nothrow_t& tag) noexcept {
