@@ -169,7 +169,9 @@ void tile(const MatmulArgs& a, int64_t o, int last_row, int64_t t0) {
 //   P = sum_i (q_i - 8) * x_i = sum_i q_i * x_i - 8 * sum_i x_i
 // (exact in int32: |P| <= 32 * 15 * 127 + 8 * 32 * 127). This drops the per-row code sums and
 // the recentring of the codes, and needs no biased copy of the activations. The multi-token tiles
-// keep the biased form, where the per-row work is shared by the tokens.
+// keep the biased form, where the per-row work is shared by the tokens. kFull: last_row is 15, and
+// the rows are addressed by stride (see load_transposed_full).
+template <bool kFull>
 void tile_q4_0_one_token(const MatmulArgs& a, int64_t o, int last_row, int64_t t0) {
   TileRows rows(a.w + static_cast<size_t>(o) * a.w_row_bytes, a.w_row_bytes, last_row);
   const uint8_t* x = a.act + static_cast<size_t>(t0) * a.act_row_bytes;
@@ -181,7 +183,12 @@ void tile_q4_0_one_token(const MatmulArgs& a, int64_t o, int last_row, int64_t t
     rows.first = w0 + static_cast<size_t>(b) * DecQ4_0::kBytes;
     constexpr int64_t kPrefetchEvery = 64 / DecQ4_0::kBytes;
     if (b % kPrefetchEvery == 0) {
-      for (int r = 0; r < kTileRows; ++r) prefetch(rows.next_tile_row(r));
+      if constexpr (kFull) {
+        const uint8_t* next = rows.first + rows.next_tile;
+        for (int r = 0; r < kTileRows; ++r) prefetch(next + static_cast<size_t>(r) * a.w_row_bytes);
+      } else {
+        for (int r = 0; r < kTileRows; ++r) prefetch(rows.next_tile_row(r));
+      }
     }
     const uint8_t* xb = x + b * kActBytes;
     // sum_i x_i: vpsadbw sums the biased codes (x_i + 128) eight at a time.
@@ -191,7 +198,11 @@ void tile_q4_0_one_token(const MatmulArgs& a, int64_t o, int last_row, int64_t t
     s2 = _mm_add_epi64(s2, _mm_unpackhi_epi64(s2, s2));
     const int32_t x_sum = _mm_cvtsi128_si32(s2) - 32 * 128;
     __m512i t[4];
-    load_transposed(rows, 2, t);
+    if constexpr (kFull) {
+      load_transposed_full(rows.first + 2, a.w_row_bytes, t);
+    } else {
+      load_transposed(rows, 2, t);
+    }
     // Two independent chains halve the latency of the eight dependent vpdpbusd.
     __m512i p_even = _mm512_set1_epi32(-8 * x_sum), p_odd = _mm512_setzero_si512();
     for (int k = 0; k < 4; ++k) {
@@ -212,7 +223,11 @@ void tile_q4_0_one_token(const MatmulArgs& a, int64_t o, int last_row, int64_t t
 template <class Dec, int T>
 void tile_for(const MatmulArgs& a, int64_t o, int last_row, int64_t t0) {
   if constexpr (T == 1 && std::is_same_v<Dec, DecQ4_0>) {
-    tile_q4_0_one_token(a, o, last_row, t0);
+    if (last_row == kTileRows - 1) {
+      tile_q4_0_one_token<true>(a, o, last_row, t0);
+    } else {
+      tile_q4_0_one_token<false>(a, o, last_row, t0);
+    }
   } else {
     tile<Dec, T>(a, o, last_row, t0);
   }
