@@ -164,10 +164,12 @@ std::vector<Shape> shapes_for(DType type) {
     // n_in = n_blocks for float types: include lengths that are not multiples of 8.
     return {{1, 1, 1}, {7, 37, 5}, {13, 8, 17}, {37, 300, 6}, {9, 1024, 3}};
   }
-  // (37 rows x 21 tokens: two 16-row tiles and single rows, token tiles of 16, 4 and 1.)
+  // (37 rows x 21 tokens: two 16-row tiles and single rows, token tiles of 16, 4 and 1; 40 rows x
+  // 1 token: the decode tiles, full and partial.)
   if (block_elems(type) == 32)
-    return {{1, 1, 1}, {7, 1, 5}, {37, 3, 6}, {13, 8, 17}, {9, 64, 3}, {37, 3, 21}, {64, 4, 40}};
-  return {{1, 1, 1}, {7, 1, 5}, {37, 2, 6}, {13, 3, 17}, {9, 8, 3}};
+    return {{1, 1, 1},  {7, 1, 5},   {37, 3, 6},  {13, 8, 17},
+            {9, 64, 3}, {37, 3, 21}, {64, 4, 40}, {40, 16, 1}};
+  return {{1, 1, 1}, {7, 1, 5}, {37, 2, 6}, {13, 3, 17}, {9, 8, 3}, {40, 3, 1}};
 }
 
 class MatmulTypeTest : public ::testing::TestWithParam<DType> {};

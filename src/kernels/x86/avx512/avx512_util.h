@@ -46,8 +46,12 @@ inline int32_t hsum_epi32(__m256i v) {
   return _mm_cvtsi128_si32(s);
 }
 
+// Into L2, not L1: the tiles prefetch the whole next 16-row tile (16 rows x a whole row: 18 KiB
+// for a Q4_0 row of 2048, 26 KiB for Q6_K) while the current one is still being read, and two
+// tiles do not fit the 32 KiB L1; prefetched lines then evicted the current tile's lines before
+// their use (decode of Q6_K ran at half speed). The L1 fill from L2 is the hardware's.
 inline void prefetch(const uint8_t* p) {
-  _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
 }
 
 }  // namespace trellis::kernels_detail::avx512

@@ -173,32 +173,39 @@ void tile_q6_k(const MatmulArgs& a, int64_t o, int last_row, int64_t t0) {
       __m512i qh[8];
       load_transposed(rows, 128 + 32 * static_cast<size_t>(h), qh);
       load_transposed(rows, 144 + 32 * static_cast<size_t>(h), qh + 4);
-      for (int k = 0; k < 4; ++k) {
-        __m512i ql[8], code[8];
-        const size_t ql_at = 64 * static_cast<size_t>(h) + 32 * static_cast<size_t>(k & 1);
+      // Quarters k and k + 2 read the same ql bytes (low and high nibbles): transpose them once
+      // for both. (The integer sums are exact, so visiting the quarters as 0, 2, 1, 3 changes
+      // nothing.)
+      for (int k_low = 0; k_low < 2; ++k_low) {
+        __m512i ql[8];
+        const size_t ql_at = 64 * static_cast<size_t>(h) + 32 * static_cast<size_t>(k_low);
         load_transposed(rows, ql_at, ql);
         load_transposed(rows, ql_at + 16, ql + 4);
-        for (int kk = 0; kk < 8; ++kk) {
-          const __m512i low = k < 2 ? _mm512_and_si512(ql[kk], nibble)
-                                    : _mm512_and_si512(_mm512_srli_epi16(ql[kk], 4), nibble);
-          // (qh >> 2k) & 3, moved to bits 4-5: shift by 2k - 4 (left while 2k < 4).
-          const __m512i high = k < 2 ? _mm512_slli_epi16(qh[kk], static_cast<unsigned>(4 - 2 * k))
+        for (int k = k_low; k < 4; k += 2) {
+          __m512i code[8];
+          for (int kk = 0; kk < 8; ++kk) {
+            const __m512i low = k < 2 ? _mm512_and_si512(ql[kk], nibble)
+                                      : _mm512_and_si512(_mm512_srli_epi16(ql[kk], 4), nibble);
+            // (qh >> 2k) & 3, moved to bits 4-5: shift by 2k - 4 (left while 2k < 4).
+            const __m512i high = k < 2
+                                     ? _mm512_slli_epi16(qh[kk], static_cast<unsigned>(4 - 2 * k))
                                      : _mm512_srli_epi16(qh[kk], static_cast<unsigned>(2 * k - 4));
-          code[kk] = _mm512_or_si512(low, _mm512_and_si512(high, two_bits));
-        }
-        const int g = 4 * h + k;
-        const __m512i sc_lo = q6k_scale(scales, 2 * g), sc_hi = q6k_scale(scales, 2 * g + 1);
-        for (int t = 0; t < T; ++t) {
-          const uint8_t* xq =
-              x + static_cast<size_t>(t) * a.act_row_bytes + b * kActBytes + 36 + 32 * g;
-          __m512i p_lo = _mm512_setzero_si512(), p_hi = _mm512_setzero_si512();
-          for (int kk = 0; kk < 4; ++kk) {
-            p_lo = _mm512_dpbusd_epi32(p_lo, code[kk], _mm512_set1_epi32(load_i32(xq + 4 * kk)));
-            p_hi = _mm512_dpbusd_epi32(p_hi, code[kk + 4],
-                                       _mm512_set1_epi32(load_i32(xq + 16 + 4 * kk)));
+            code[kk] = _mm512_or_si512(low, _mm512_and_si512(high, two_bits));
           }
-          isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(p_lo, sc_lo),
-                                                               _mm512_mullo_epi32(p_hi, sc_hi)));
+          const int g = 4 * h + k;
+          const __m512i sc_lo = q6k_scale(scales, 2 * g), sc_hi = q6k_scale(scales, 2 * g + 1);
+          for (int t = 0; t < T; ++t) {
+            const uint8_t* xq =
+                x + static_cast<size_t>(t) * a.act_row_bytes + b * kActBytes + 36 + 32 * g;
+            __m512i p_lo = _mm512_setzero_si512(), p_hi = _mm512_setzero_si512();
+            for (int kk = 0; kk < 4; ++kk) {
+              p_lo = _mm512_dpbusd_epi32(p_lo, code[kk], _mm512_set1_epi32(load_i32(xq + 4 * kk)));
+              p_hi = _mm512_dpbusd_epi32(p_hi, code[kk + 4],
+                                         _mm512_set1_epi32(load_i32(xq + 16 + 4 * kk)));
+            }
+            isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(p_lo, sc_lo),
+                                                                 _mm512_mullo_epi32(p_hi, sc_hi)));
+          }
         }
       }
     }

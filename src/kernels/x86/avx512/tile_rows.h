@@ -46,18 +46,42 @@ inline __m512i load_row_quad(const TileRows& rows, size_t offset, int g) {
   return _mm512_inserti32x4(z, load(g + 12), 3);
 }
 
-// The 16 bytes at `offset` of the 16 rows, transposed: t[k] lane r = bytes 4k .. 4k+3 of row r.
-inline void load_transposed(const TileRows& rows, size_t offset, __m512i t[4]) {
-  const __m512i z0 = load_row_quad(rows, offset, 0), z1 = load_row_quad(rows, offset, 1);
-  const __m512i z2 = load_row_quad(rows, offset, 2), z3 = load_row_quad(rows, offset, 3);
-  // A 4 x 4 transpose of dwords inside each 128-bit chunk c: dword k of chunk c of z_g (row
-  // g + 4c) goes to lane 4c + g of t[k].
-  const __m512i a0 = _mm512_unpacklo_epi32(z0, z1), a1 = _mm512_unpackhi_epi32(z0, z1);
-  const __m512i a2 = _mm512_unpacklo_epi32(z2, z3), a3 = _mm512_unpackhi_epi32(z2, z3);
+// A 4 x 4 transpose of dwords inside each 128-bit chunk c, where z[g] chunk c holds 16 bytes of
+// row g + 4c: t[k] lane r = bytes 4k .. 4k+3 of row r (dword k of chunk c of z[g] goes to lane
+// 4c + g of t[k]).
+inline void transpose_quads(const __m512i z[4], __m512i t[4]) {
+  const __m512i a0 = _mm512_unpacklo_epi32(z[0], z[1]), a1 = _mm512_unpackhi_epi32(z[0], z[1]);
+  const __m512i a2 = _mm512_unpacklo_epi32(z[2], z[3]), a3 = _mm512_unpackhi_epi32(z[2], z[3]);
   t[0] = _mm512_unpacklo_epi64(a0, a2);
   t[1] = _mm512_unpackhi_epi64(a0, a2);
   t[2] = _mm512_unpacklo_epi64(a1, a3);
   t[3] = _mm512_unpackhi_epi64(a1, a3);
+}
+
+// The 16 bytes at `offset` of the 16 rows, transposed: t[k] lane r = bytes 4k .. 4k+3 of row r.
+inline void load_transposed(const TileRows& rows, size_t offset, __m512i t[4]) {
+  const __m512i z[4] = {load_row_quad(rows, offset, 0), load_row_quad(rows, offset, 1),
+                        load_row_quad(rows, offset, 2), load_row_quad(rows, offset, 3)};
+  transpose_quads(z, t);
+}
+
+// The same for a full tile (16 distinct rows `stride` bytes apart from `row0`), addressed from
+// four row pointers and multiples of 4 * stride rather than from sixteen offsets: the offsets do
+// not fit the general-purpose registers, and reloading them costs a load per row.
+inline void load_transposed_full(const uint8_t* row0, size_t stride, __m512i t[4]) {
+  const size_t s4 = 4 * stride;
+  __m512i z[4];
+  for (int g = 0; g < 4; ++g) {
+    const uint8_t* p = row0 + static_cast<size_t>(g) * stride;
+    auto load = [](const uint8_t* q) {
+      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+    };
+    z[g] = _mm512_castsi128_si512(load(p));
+    z[g] = _mm512_inserti32x4(z[g], load(p + s4), 1);
+    z[g] = _mm512_inserti32x4(z[g], load(p + 2 * s4), 2);
+    z[g] = _mm512_inserti32x4(z[g], load(p + 3 * s4), 3);
+  }
+  transpose_quads(z, t);
 }
 
 // The 4 bytes at `offset` of each row, as a dword per lane.
