@@ -1,5 +1,6 @@
 #include "bench_common.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "bench/results.h"
@@ -34,6 +35,41 @@ bool resolve_engine(EngineOptions& options, std::string& model_path, EngineConfi
   }
   engine = *config;
   return true;
+}
+
+void print_stage_stats(const Pipeline* pipeline, double wall_s) {
+  if (pipeline == nullptr) return;
+  std::fprintf(stderr,
+               "| stage | rank | layers | busy s | busy %% of %.1f s | steps | KiB sent/step | peak "
+               "RSS MiB |\n|---|---|---|---|---|---|---|---|\n",
+               wall_s);
+  const std::vector<StageStats> stages = pipeline->stage_stats();
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const StageStats& s = stages[i];
+    const double steps = static_cast<double>(std::max<int64_t>(s.n_steps, 1));
+    std::fprintf(stderr, "| %zu | %d | %lld-%lld%s%s | %.2f | %.0f%% | %lld | %.1f | %.1f |\n", i,
+                 s.rank, static_cast<long long>(s.layers.begin),
+                 static_cast<long long>(s.layers.end - 1), s.layers.first ? " +embd" : "",
+                 s.layers.last ? " +head" : "", s.busy_s,
+                 wall_s > 0 ? 100.0 * s.busy_s / wall_s : 0.0, static_cast<long long>(s.n_steps),
+                 static_cast<double>(s.bytes_sent) / 1024.0 / steps,
+                 static_cast<double>(s.peak_rss) / (1 << 20));
+  }
+}
+
+nlohmann::json stage_stats_json(const Pipeline* pipeline) {
+  nlohmann::json rows = nlohmann::json::array();
+  if (pipeline == nullptr) return rows;
+  for (const StageStats& s : pipeline->stage_stats()) {
+    rows.push_back({{"rank", s.rank},
+                    {"layer_begin", s.layers.begin},
+                    {"layer_end", s.layers.end},
+                    {"busy_s", s.busy_s},
+                    {"steps", s.n_steps},
+                    {"bytes_sent", s.bytes_sent},
+                    {"peak_rss_bytes", s.peak_rss}});
+  }
+  return rows;
 }
 
 int print_error(const std::string& message) {

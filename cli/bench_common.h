@@ -32,6 +32,11 @@ class ProgressPrinter {
 // `engine` (the engine config of the flags). False, the error printed, for a bad flag.
 bool resolve_engine(EngineOptions& options, std::string& model_path, EngineConfig& engine);
 
+// With --pipeline, each stage's layers, busy time (against `wall_s`, the bench's duration, to
+// show the bubble), bytes sent per step and peak RSS: a table on stderr, and as JSON.
+void print_stage_stats(const Pipeline* pipeline, double wall_s);
+nlohmann::json stage_stats_json(const Pipeline* pipeline);
+
 // Prints "error: MESSAGE" on stderr and returns the exit code 1.
 int print_error(const std::string& message);
 

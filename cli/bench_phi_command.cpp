@@ -1,5 +1,6 @@
 // `trellis bench phi` and `bench ttft`: flags, then bench/phi_bench.h's sweep, printed as a
 // table row by row, saved as results.json / results.csv and plotted.
+#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -75,10 +76,12 @@ void print_phi_row(const PhiArgs& args, const nlohmann::json& row) {
 }
 
 int run_phi(PhiArgs& args) {
+  if (!args.engine.join_pipeline()) return 1;  // other ranks run their stage and exit here
   bench::PhiOptions& options = args.options;
   if (!resolve_engine(args.engine, options.model_path, options.engine)) return 1;
   options.heap_allocations = heap_allocations;
 
+  const auto start = std::chrono::steady_clock::now();
   ProgressPrinter progress;
   bool header_printed = false;
   Result<nlohmann::json> record =
@@ -89,6 +92,9 @@ int run_phi(PhiArgs& args) {
         print_phi_row(args, row);
       }));
   if (!record.ok()) return print_error(record.error().message);
+  (*record)["stages"] = stage_stats_json(options.engine.pipeline);
+  print_stage_stats(options.engine.pipeline,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   if (args.json) std::printf("%s\n", record->dump().c_str());
   Result<std::string> dir =
       save_results(args.out, options.bench, *record, bench::phi_results_table(*record));
@@ -107,6 +113,7 @@ int run_phi(PhiArgs& args) {
 // The options both commands share.
 void add_phi_options(CLI::App& cmd, const std::shared_ptr<PhiArgs>& args) {
   args->engine.add_to(cmd, /*model_required=*/false);
+  args->engine.add_pipeline_options(cmd);
   args->engine.add_scheduler_options(cmd);
   bench::PhiOptions& o = args->options;
   cmd.add_option("-L", o.prompt_len, "Prompt length in tokens")->capture_default_str();

@@ -1,9 +1,10 @@
 // `trellis bench speed`: prompt processing and generation throughput, like llama-bench's pp/tg
 // (measured by bench/speed_bench.h), printed as a table or one JSON object.
+#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "bench/process_memory.h"
+#include "base/process_memory.h"
 #include "bench/speed_bench.h"
 #include "bench_common.h"
 #include "commands.h"
@@ -63,18 +64,22 @@ void print_batched(const bench::SpeedOptions& options, const bench::SpeedResult&
 }
 
 int run_speed(SpeedArgs& args) {
+  if (!args.engine.join_pipeline()) return 1;  // other ranks run their stage and exit here
   bench::SpeedOptions& options = args.options;
   if (!resolve_engine(args.engine, options.model_path, options.engine)) return 1;
   ProgressPrinter progress;
+  const auto start = std::chrono::steady_clock::now();
   Result<bench::SpeedResult> result = bench::run_speed_bench(options, progress.observer());
   if (!result.ok()) return print_error(result.error().message);
+  print_stage_stats(options.engine.pipeline,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   if (!options.batch_sizes.empty()) {
-    print_batched(options, *result, args.json, bench::peak_rss_bytes());
+    print_batched(options, *result, args.json, peak_rss_bytes());
     return 0;
   }
   const bench::Stats& pp = result->prompt_tokens_per_s;
   const bench::Stats& tg = result->generation_tokens_per_s;
-  const uint64_t rss = bench::peak_rss_bytes();
+  const uint64_t rss = peak_rss_bytes();
   const std::string& model = options.model_path;
   if (args.json) {
     nlohmann::json out = {{"model", model},
@@ -87,7 +92,8 @@ int run_speed(SpeedArgs& args) {
                           {"generation_tokens_per_s", tg.mean},
                           {"generation_tokens_per_s_stddev", tg.stddev},
                           {"kv_cache_bytes", result->kv_cache_bytes},
-                          {"peak_rss_bytes", rss}};
+                          {"peak_rss_bytes", rss},
+                          {"stages", stage_stats_json(options.engine.pipeline)}};
     std::printf("%s\n", out.dump().c_str());
   } else {
     std::printf("| model | threads | test | tokens/s |\n|---|---|---|---|\n");
@@ -109,6 +115,7 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
   CLI::App* speed = bench->add_subcommand("speed", "Prompt processing and generation tokens/s");
   auto args = std::make_shared<SpeedArgs>();
   args->engine.add_to(*speed, /*model_required=*/false);
+  args->engine.add_pipeline_options(*speed);
   speed->add_option("-p,--n-prompt", args->options.n_prompt, "Prompt tokens (pp)")
       ->capture_default_str();
   speed->add_option("-n,--n-gen", args->options.n_gen, "Generated tokens (tg)")

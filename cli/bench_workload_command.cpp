@@ -1,6 +1,7 @@
 // `trellis bench workload NAME`: flags, then bench/workload_bench.h's three runs (cache off, on
 // with FCFS, on with LPM) of one synthetic workload (bench/workloads.h), printed as a table and
 // saved as results.json / results.csv.
+#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -48,6 +49,7 @@ void print_table(const WorkloadArgs& args, const nlohmann::json& rows) {
 }
 
 int run_workload_command(WorkloadArgs& args) {
+  if (!args.engine.join_pipeline()) return 1;  // other ranks run their stage and exit here
   bench::WorkloadOptions& options = args.options;
   const std::optional<bench::Workload> workload = bench::parse_workload(args.name);
   if (!workload) {
@@ -57,9 +59,13 @@ int run_workload_command(WorkloadArgs& args) {
   options.workload = *workload;
   if (!resolve_engine(args.engine, options.model_path, options.engine)) return 1;
 
+  const auto start = std::chrono::steady_clock::now();
   ProgressPrinter progress;
   Result<nlohmann::json> record = bench::run_workload_bench(options, progress.observer());
   if (!record.ok()) return print_error(record.error().message);
+  (*record)["stages"] = stage_stats_json(options.engine.pipeline);
+  print_stage_stats(options.engine.pipeline,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   if (!save_results(args.out, "workload-" + args.name, *record,
                     bench::workload_results_table(*record))
            .ok()) {
@@ -88,6 +94,7 @@ void add_bench_workload_command(CLI::App& bench, int& exit_code) {
   auto args = std::make_shared<WorkloadArgs>();
   bench::WorkloadSizes& s = args->options.sizes;
   args->engine.add_to(*cmd, /*model_required=*/false);
+  args->engine.add_pipeline_options(*cmd);
   args->engine.add_scheduler_options(*cmd);
   cmd->add_option("name", args->name, "Workload: " + bench::workload_names())->required();
   cmd->add_option("--prefix-len", s.prefix_len,

@@ -4,8 +4,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
+
+#include <unistd.h>
 
 #include "model/model_presets.h"
+#include "pipeline_runtime.h"
 #include "model/synth_model.h"
 
 namespace trellis::cli {
@@ -32,6 +36,64 @@ void EngineOptions::add_to(CLI::App& app, bool model_required) {
   app.add_option("--kv-mem", kv_mem,
                  "KV pool memory, e.g. 512MiB (B, KiB, MiB, GiB); default: 4 contexts");
   app.add_option("--kv-tokens", kv_tokens, "KV pool size in tokens (instead of --kv-mem)");
+}
+
+void EngineOptions::add_pipeline_options(CLI::App& app) {
+  app.add_flag("--pipeline", pipeline,
+               "Split the model's layers over the ranks of an MPI job (mpirun -np N trellis ...)");
+  app.add_option("--layers-per-rank", layers_per_rank,
+                 "With --pipeline: layers of each rank, e.g. 8,7,7 (default: balanced by bytes)");
+  app.add_option("--micro-batches", micro_batches,
+                 "With --pipeline: micro-batches per step (default: one per stage)");
+  app.add_option("--pipeline-timeout", pipeline_timeout,
+                 "With --pipeline: seconds to wait for another stage before ending the job")
+      ->capture_default_str();
+}
+
+namespace {
+
+Result<std::vector<int64_t>> parse_layer_counts(const std::string& text) {
+  std::vector<int64_t> counts;
+  if (text.empty()) return counts;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    char* end = nullptr;
+    const long long value = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || value < 1)
+      return Error{"--layers-per-rank must be positive counts such as 8,7,7, not '" + text + "'"};
+    counts.push_back(value);
+    at = comma + 1;
+  }
+  return counts;
+}
+
+}  // namespace
+
+bool EngineOptions::join_pipeline() {
+  if (!pipeline) return true;
+  if (model.empty()) {
+    model = default_model_path();
+    if (Status made = ensure_default_model(model); !made.ok()) {
+      std::fprintf(stderr, "error: %s\n", made.error().message.c_str());
+      return false;
+    }
+  }
+  Result<Pipeline*> started = [&]() -> Result<Pipeline*> {
+    if (micro_batches < 0 || !(pipeline_timeout > 0))
+      return Error{"--micro-batches must not be negative and --pipeline-timeout must be positive"};
+    Result<std::vector<int64_t>> counts = parse_layer_counts(layers_per_rank);
+    if (!counts.ok()) return counts.error();
+    return start_pipeline(model, threads,
+                          PipelineOptions{*counts, micro_batches, pipeline_timeout});
+  }();
+  if (!started.ok()) {
+    std::fprintf(stderr, "error: %s\n", started.error().message.c_str());
+    return false;
+  }
+  started_pipeline_ = *started;
+  return true;
 }
 
 void EngineOptions::add_scheduler_options(CLI::App& app) {
@@ -86,6 +148,11 @@ Result<EngineConfig> EngineOptions::engine_config() const {
   config.scheduler.max_batch_tokens = std::max(batch_tokens, max_seqs);
   config.scheduler.max_seqs = max_seqs;
   config.scheduler.max_wait_steps = max_wait;
+  if (started_pipeline_ != nullptr) {
+    config.pipeline = started_pipeline_;
+    // A failed stage fails the job: the other ranks are then killed at exit, not waited for.
+    config.on_failure = [](const std::string&) { pipeline_failed(); };
+  }
   if (schedule == "lpm") {
     config.scheduler.policy = SchedulePolicy::LPM;
   } else if (schedule == "fcfs") {
@@ -123,7 +190,8 @@ Status ensure_default_model(const std::string& path) {
   fs::create_directories(fs::path(path).parent_path(), ec);
   if (ec) return Error{path + ": cannot create its directory: " + ec.message()};
   std::fprintf(stderr, "creating the default model %s (once)\n", path.c_str());
-  const std::string partial = path + ".partial";
+  // Several processes may create it at once (the ranks of a pipeline): each writes its own file.
+  const std::string partial = path + ".partial." + std::to_string(::getpid());
   SynthOptions options{*find_model_preset("tinyllama-1.1b"), DType::Q4_0, 0, "", partial, 0, true};
   TRELLIS_TRY(synthesize_model(options));
   fs::rename(partial, path, ec);  // the model appears only when complete

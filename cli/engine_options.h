@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/function_ref.h"
 #include "engine/engine.h"
 
 namespace trellis::cli {
@@ -23,14 +24,27 @@ struct EngineOptions {
   int32_t max_seqs = 16;
   std::string schedule = "lpm";
   int64_t max_wait = 64;
+  // --pipeline: the layers split over the ranks of an MPI job.
+  bool pipeline = false;
+  std::string layers_per_rank;  // "8,7,7"; empty: balanced by weight bytes
+  int32_t micro_batches = 0;
+  double pipeline_timeout = 60;
+  Pipeline* started_pipeline_ = nullptr;  // set by join_pipeline
 
   // Registers -m, -t, --ctx, --block-size, --kv-type, --batch-tokens, --prefix-cache, --match,
   // --kv-mem and --kv-tokens on `app`.
   void add_to(CLI::App& app, bool model_required);
+  // Registers --pipeline, --layers-per-rank, --micro-batches and --pipeline-timeout (a command
+  // that does calls join_pipeline before anything else).
+  void add_pipeline_options(CLI::App& app);
   // Registers --max-seqs, --schedule and --max-wait (the scheduler's).
   void add_scheduler_options(CLI::App& app);
   // The config, or an error for a bad value.
   Result<EngineConfig> engine_config() const;
+  // With --pipeline, joins the MPI job before the command does anything else: on rank 0 it
+  // returns (true, or false after printing an error) and engine_config() then runs on the
+  // pipeline; on the other ranks it runs their stage and exits the process.
+  bool join_pipeline();
   // Builds the engine for `model` (the default model when empty) from these options, after
   // `adjust` had a chance to change the config; prints the error and returns null on failure.
   std::unique_ptr<Engine> open_engine(FunctionRef<void(EngineConfig&)> adjust);

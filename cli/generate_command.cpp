@@ -117,6 +117,7 @@ Result<std::vector<RequestHandle>> submit(Engine& engine, const GenerateArgs& ar
 }
 
 int run_generate(GenerateArgs& args) {
+  if (!args.engine.join_pipeline()) return 1;  // other ranks run their stage and exit here
   Result<std::vector<PromptInput>> collected = collect_prompts(args.prompts, args.prompts_file);
   if (!collected.ok()) {
     std::fprintf(stderr, "error: %s\n", collected.error().message.c_str());
@@ -179,6 +180,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("generate", "Generate text from prompts");
   auto args = std::make_shared<GenerateArgs>();
   args->engine.add_to(*cmd, /*model_required=*/false);
+  args->engine.add_pipeline_options(*cmd);
   args->engine.add_scheduler_options(*cmd);
   cmd->add_option("-p,--prompt", args->prompts, "Prompt (repeatable; run in order)");
   cmd->add_flag("--parallel", args->parallel,

@@ -45,6 +45,7 @@ nlohmann::json positions_json(const LogitsArgs& args, const std::vector<TokenId>
 }
 
 int run_logits(LogitsArgs& args) {
+  if (!args.engine.join_pipeline()) return 1;  // other ranks run their stage and exit here
   Result<std::vector<PromptInput>> collected = collect_prompts(args.prompts, args.prompts_file);
   if (!collected.ok()) {
     std::fprintf(stderr, "error: %s\n", collected.error().message.c_str());
@@ -79,6 +80,7 @@ void add_logits_command(CLI::App& app, int& exit_code) {
       "logits", "Print the top logits of each prompt's last (or every) position");
   auto args = std::make_shared<LogitsArgs>();
   args->engine.add_to(*cmd, /*model_required=*/false);
+  args->engine.add_pipeline_options(*cmd);
   cmd->add_option("-p,--prompt", args->prompts, "Prompt (repeatable)");
   cmd->add_option("--prompts-file", args->prompts_file,
                   "File with one prompt per line: a JSON string, or a JSON array of token ids");

@@ -131,12 +131,23 @@ class SignalWaiter {
     std::lock_guard<std::mutex> lock(mutex_);
     serving_ = true;
   }
+  // The engine stopped for good: wait() returns kEngineFailed.
+  void engine_failed() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (signal_ == 0) signal_ = kEngineFailed;
+    arrived_.notify_all();
+  }
   int wait() {
     std::unique_lock<std::mutex> lock(mutex_);
     arrived_.wait(lock, [this] { return signal_ != 0; });
     return signal_;
   }
-  static const char* name(int signal) { return signal == SIGINT ? "SIGINT" : "SIGTERM"; }
+  static constexpr int kEngineFailed = -1;
+  static const char* name(int signal) {
+    return signal == kEngineFailed ? "the engine stopped"
+           : signal == SIGINT      ? "SIGINT"
+                                   : "SIGTERM";
+  }
 
  private:
   std::mutex mutex_;
@@ -154,6 +165,9 @@ int run_serve(ServeArgs& args) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a client that left makes writes fail, not the process die
+  // With --pipeline, the other ranks run their stage and exit here (before any server exists);
+  // MPI's threads start now, with the signals blocked like every other thread.
+  if (!args.engine.join_pipeline()) return 1;
   // Never freed (its detached thread lives as long as the process); a static pointer keeps it
   // reachable, so leak checkers do not count it.
   static SignalWaiter* const kWaiter = new SignalWaiter(signals);
@@ -184,7 +198,13 @@ int run_serve(ServeArgs& args) {
   std::thread serving([&server] { server.serve(); });
   std::fprintf(stderr, "listening on http://%s:%d (loading %s)\n", config->host.c_str(),
                server.port(), args.engine.model.c_str());
-  std::unique_ptr<Engine> engine = args.engine.open_engine([](EngineConfig&) {});
+  std::unique_ptr<Engine> engine = args.engine.open_engine([&waiter](EngineConfig& c) {
+    // New requests get 503s (the service sees the failure) while the server shuts down.
+    c.on_failure = [&waiter, next = c.on_failure](const std::string& why) {
+      if (next) next(why);
+      waiter.engine_failed();
+    };
+  });
   if (!engine) {
     server.shutdown();
     serving.join();
@@ -200,7 +220,7 @@ int run_serve(ServeArgs& args) {
                SignalWaiter::name(signal));
   server.shutdown();
   serving.join();
-  return 0;
+  return signal == SignalWaiter::kEngineFailed ? 1 : 0;
 }
 
 }  // namespace
@@ -209,6 +229,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("serve", "Serve the OpenAI-compatible HTTP API");
   auto args = std::make_shared<ServeArgs>();
   args->engine.add_to(*cmd, /*model_required=*/false);
+  args->engine.add_pipeline_options(*cmd);
   args->engine.add_scheduler_options(*cmd);
   cmd->add_option("--host", args->host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", args->port, "Port (0: any free one)")->capture_default_str();

@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libpcre2-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
   libboost1.81-dev  # Boost.Beast and Asio: the HTTP server
+  openmpi-bin libopenmpi-dev  # `--pipeline`: a model's layers split over MPI ranks
   curl nodejs npm  # the server's tests drive it with curl and the `openai` npm client
   clang libclang-rt-dev
   g++-aarch64-linux-gnu qemu-user-static

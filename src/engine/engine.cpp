@@ -114,7 +114,11 @@ Status Engine::init(const std::string& model_path, const EngineConfig& config) {
       sc.max_wait_steps < 0) {
     return Error{"block size must be positive, max_seqs >= 1, batch tokens >= max_seqs"};
   }
-  Result<LoadedModel> loaded = load_model(model_path);
+  pipeline_ = config.pipeline;
+  on_failure_ = config.on_failure;
+  ChooseLayers choose;
+  if (pipeline_ != nullptr) choose = [this](const GgufFile& f) { return pipeline_->local_layers(f); };
+  Result<LoadedModel> loaded = load_model(model_path, choose);
   if (!loaded.ok()) return loaded.error();
   file_ = std::move(loaded->file);
   model_ = std::move(loaded->model);
@@ -142,6 +146,13 @@ Status Engine::init(const std::string& model_path, const EngineConfig& config) {
   active_.reserve(static_cast<size_t>(sc.max_seqs));
   stats_.n_blocks_total = blocks_->n_total();
   stats_.n_blocks_free = blocks_->n_free();
+  if (pipeline_ != nullptr) {
+    kv_->log_copies_to(&block_copies_);
+    block_copies_.reserve(static_cast<size_t>(sc.max_seqs) * 2);
+    TRELLIS_TRY(pipeline_->begin_engine(PipelineSetup{kv_->n_blocks(), config.block_size,
+                                                      config.kv_type, sc.max_batch_tokens,
+                                                      n_ctx_}));
+  }
   return {};
 }
 
@@ -152,6 +163,12 @@ Engine::~Engine() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (pipeline_ != nullptr && kv_ != nullptr) pipeline_->end_engine();
+}
+
+std::string Engine::failure() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failure_;
 }
 
 Status Engine::check_request(const EngineRequest& request) const {
@@ -176,6 +193,7 @@ Status Engine::check_request(const EngineRequest& request) const {
 
 Result<std::shared_ptr<Engine::Request>> Engine::make_request(
     EngineRequest params, std::function<void(std::string_view)> on_text) {
+  if (std::string why = failure(); !why.empty()) return Error{"the engine has stopped: " + why};
   TRELLIS_TRY(check_request(params));
   auto r = std::make_shared<Request>();
   const TokenId eos = tokenizer_->vocab().eos_id;
@@ -434,7 +452,11 @@ bool Engine::step() {
                           c.seq->kv.block_table(), c.n_logit_rows());  // a view, not a copy
     }
     logits_.resize(std::max(logits_.size(), batch_.output_rows.size() * size_t(n_vocab_)));
-    model_->forward(batch_, *kv_, *workspace_, *threads_, logits_.data());
+    if (Status ran = forward(); !ran.ok()) {
+      scheduler_->complete(plan);
+      fail(ran.error().message);
+      return true;
+    }
     scheduler_->complete(plan);
     // The output rows come chunk by chunk, each chunk's last n_logit_rows() rows in order.
     size_t out = 0;
@@ -450,6 +472,33 @@ bool Engine::step() {
   }
   refresh_stats(static_cast<int64_t>(plan.preempted.size()), plan_ms);
   return !plan.empty();
+}
+
+Status Engine::forward() {
+  if (pipeline_ == nullptr) {
+    model_->forward(batch_, *kv_, *workspace_, *threads_, logits_.data());
+    return {};
+  }
+  return pipeline_->forward(*model_, batch_, *kv_, *workspace_, *threads_, block_copies_,
+                            logits_.data());
+}
+
+void Engine::fail(const std::string& why) {
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    first = failure_.empty();
+    failure_ = why;
+  }
+  if (first) std::fprintf(stderr, "error: %s; the engine stops\n", why.c_str());
+  for (const auto& r : std::vector<std::shared_ptr<Request>>(active_)) {
+    if (r->state == SequenceState::FINISHED) continue;
+    r->output.error = why;
+    finish(*r, FinishReason::ERROR);
+  }
+  cache_->flush();  // what the failed step wrote is not to be reused
+  refresh_stats(0, 0);
+  if (first && on_failure_) on_failure_(why);
 }
 
 void Engine::refresh_stats(int64_t n_new_preemptions, double plan_ms) {

@@ -27,6 +27,7 @@
 
 #include "base/result.h"
 #include "base/thread_pool.h"
+#include "cluster/pipeline.h"
 #include "gguf/gguf_file.h"
 #include "kv/block_pool.h"
 #include "kv/kv_storage.h"
@@ -51,6 +52,12 @@ struct EngineConfig {
   int64_t kv_tokens = 0;
   PrefixCacheConfig prefix_cache;
   SchedulerConfig scheduler;  // its max_batch_tokens also sizes the forward pass's workspace
+  // The model's layers split over processes, this one the first stage (null: all held here). It
+  // must outlive the engine.
+  Pipeline* pipeline = nullptr;
+  // Called once, on the engine's thread, when the engine stops for good (a pipeline stage failed):
+  // every request then ends with an error and later submissions are refused.
+  std::function<void(const std::string& why)> on_failure;
 };
 
 struct EngineRequest {
@@ -203,8 +210,12 @@ class Engine {
   const GgufFile& file() const { return *file_; }
   int32_t n_ctx() const { return n_ctx_; }
   int n_threads() const { return threads_->size(); }
-  // Bytes of K/V memory the pool holds.
+  // Bytes of K/V memory the pool holds (this process's layers' share, in a pipeline).
   size_t kv_bytes() const { return kv_->bytes(); }
+  // The pipeline the model runs on, or null.
+  const Pipeline* pipeline() const { return pipeline_; }
+  // Why the engine stopped for good, or empty while it works.
+  std::string failure() const;
 
  private:
   struct Request;
@@ -232,6 +243,10 @@ class Engine {
   void keep_prompt_logits(Request& request, const ScheduledChunk& chunk, const float* logits,
                           int32_t n_rows);
   void finish(Request& request, FinishReason reason);
+  // The engine cannot go on (a pipeline stage failed): every request ends with `why`.
+  void fail(const std::string& why);
+  // Runs the batch here or through the pipeline.
+  Status forward();
   // Debug builds: the pool's and the tree's invariants hold whenever the loop goes idle.
   void check_invariants_when_idle();
 
@@ -246,11 +261,14 @@ class Engine {
   std::unique_ptr<Workspace> workspace_;
   int32_t n_ctx_ = 0;
   int32_t n_vocab_ = 0;
+  Pipeline* pipeline_ = nullptr;
+  std::function<void(const std::string&)> on_failure_;
 
   // Loop-thread state.
   std::vector<std::shared_ptr<Request>> active_;  // submitted, not finished
   ForwardBatch batch_;
   std::vector<float> logits_;  // [max_seqs rows][n_vocab], grown as needed
+  std::vector<BlockCopy> block_copies_;  // this step's copy-on-write copies, for the pipeline
 
   // Shared with callers, under mutex_.
   mutable std::mutex mutex_;
@@ -258,6 +276,7 @@ class Engine {
   std::vector<std::shared_ptr<Request>> submitted_;
   std::vector<std::function<void()>> tasks_;
   bool stopping_ = false;
+  std::string failure_;
   std::atomic<bool> cancel_pending_{false};
   EngineStats stats_;
   uint64_t next_id_ = 1;

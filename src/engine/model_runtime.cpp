@@ -6,12 +6,18 @@
 
 namespace trellis {
 
-Result<LoadedModel> load_model(const std::string& path) {
+Result<LoadedModel> load_model(const std::string& path, const ChooseLayers& choose) {
   LoadedModel loaded;
   Result<GgufFile> file = GgufFile::open(path);
   if (!file.ok()) return file.error();
   loaded.file = std::make_unique<GgufFile>(std::move(file).value());
-  Result<std::unique_ptr<Model>> model = Model::load(*loaded.file);
+  Result<LayerRange> range = LayerRange{};
+  if (choose) {
+    range = choose(*loaded.file);
+    if (!range.ok()) return range.error();
+  }
+  Result<std::unique_ptr<Model>> model =
+      choose ? Model::load(*loaded.file, *range) : Model::load(*loaded.file);
   if (!model.ok()) return model.error();
   loaded.model = std::move(model).value();
   Result<Vocab> vocab = load_vocab(*loaded.file);
@@ -49,7 +55,11 @@ Result<KvRuntime> create_kv_runtime(const Model& model, int32_t block_size, KvTy
                                     const PrefixCacheConfig& prefix_cache) {
   if (n_ctx <= 0) n_ctx = static_cast<int32_t>(model.hparams().n_ctx_train);
   const KvLayout layout = model.kv_layout(block_size, kv_type);
-  Result<KvPoolSize> size = size_kv_pool(layout, n_ctx, kv_bytes, kv_tokens);
+  // A pool's budget covers every layer, wherever they are held: the blocks are counted for the
+  // whole model, and a pipeline stage stores its layers' share of each.
+  KvLayout whole = layout;
+  whole.n_layer = model.hparams().n_layer;
+  Result<KvPoolSize> size = size_kv_pool(whole, n_ctx, kv_bytes, kv_tokens);
   if (!size.ok()) return size.error();
   Result<KvStorage> kv = KvStorage::create(layout, size->n_blocks);
   if (!kv.ok()) return kv.error();

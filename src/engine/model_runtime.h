@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -22,8 +23,12 @@ struct LoadedModel {
   std::unique_ptr<Tokenizer> tokenizer;
 };
 
+// Chooses the part of a file's model this process holds (a pipeline stage).
+using ChooseLayers = std::function<Result<LayerRange>(const GgufFile& file)>;
+
 // Opens and validates a GGUF model and its tokenizer; errors name the file and the problem.
-Result<LoadedModel> load_model(const std::string& path);
+// With `choose`, only the layers it picks are bound (see Model::load).
+Result<LoadedModel> load_model(const std::string& path, const ChooseLayers& choose = {});
 
 struct KvPoolSize {
   int32_t n_blocks = 0;

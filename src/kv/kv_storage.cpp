@@ -40,6 +40,7 @@ uint8_t* KvStorage::base(int32_t block, int64_t layer, int kv, int64_t kv_head) 
 
 void KvStorage::copy_block(int32_t src, int32_t dst, int32_t n_slots) {
   assert(n_slots >= 0 && n_slots <= layout_.block_size);
+  if (copy_log_ != nullptr) copy_log_->push_back(BlockCopy{src, dst, n_slots});
   const size_t run = static_cast<size_t>(n_slots) * static_cast<size_t>(layout_.head_dim) *
                      layout_.element_bytes();
   for (int64_t layer = 0; layer < layout_.n_layer; ++layer) {

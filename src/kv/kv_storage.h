@@ -18,6 +18,13 @@ namespace trellis {
 
 enum class KvType { F16, F32 };
 
+// One copy-on-write copy: slots [0, n_slots) of block src into block dst.
+struct BlockCopy {
+  int32_t src = 0;
+  int32_t dst = 0;
+  int32_t n_slots = 0;
+};
+
 struct KvLayout {
   int64_t n_layer = 0;
   int64_t n_kv_heads = 0;
@@ -58,6 +65,9 @@ class KvStorage {
   // Copies every layer's keys and values of slots [0, n_slots) from block `src` to block `dst`
   // (copy-on-write of a partially shared block).
   void copy_block(int32_t src, int32_t dst, int32_t n_slots);
+  // When the layers are split over processes, every one of them must make the same copies in its
+  // own storage: with a log, copy_block also appends each copy to it (null: no log).
+  void log_copies_to(std::vector<BlockCopy>* log) { copy_log_ = log; }
 
  private:
   uint8_t* base(int32_t block, int64_t layer, int kv, int64_t kv_head);
@@ -66,6 +76,7 @@ class KvStorage {
   int32_t n_blocks_ = 0;
   size_t head_run_bytes_ = 0;  // block_size x head_dim elements
   std::vector<uint8_t> storage_;
+  std::vector<BlockCopy>* copy_log_ = nullptr;
 };
 
 }  // namespace trellis

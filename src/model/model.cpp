@@ -158,8 +158,20 @@ void Model::set_context_length(int64_t n_ctx) {
 Result<std::unique_ptr<Model>> Model::load(const GgufFile& file) {
   Result<ModelHParams> hp = read_model_hparams(file);
   if (!hp.ok()) return hp.error();
+  return load(file, LayerRange::all(hp->n_layer));
+}
+
+Result<std::unique_ptr<Model>> Model::load(const GgufFile& file, const LayerRange& range) {
+  Result<ModelHParams> hp = read_model_hparams(file);
+  if (!hp.ok()) return hp.error();
+  if (range.begin < 0 || range.end > hp->n_layer || range.begin > range.end) {
+    return Error{file.name() + ": layers [" + std::to_string(range.begin) + ", " +
+                 std::to_string(range.end) + ") are not within the model's " +
+                 std::to_string(hp->n_layer)};
+  }
   auto model = std::unique_ptr<Model>(new Model());
   model->hp_ = *hp;
+  model->range_ = range;
   model->arch_ = find_architecture(hp->arch);
   // Every error below names the first tensor the family needs that the file lacks or gets wrong.
   auto for_family = [&](const Error& e) {
@@ -173,7 +185,7 @@ Result<std::unique_ptr<Model>> Model::load(const GgufFile& file) {
     return Error{file.name() + ": token_embd.weight type cannot be read"};
   Status factors = model->bind_rope_factors(file);
   if (!factors.ok()) return for_family(factors.error());
-  for (int64_t il = 0; il < hp->n_layer; ++il) {
+  for (int64_t il = range.begin; il < range.end; ++il) {
     LayerWeights layer;
     Status bound = model->bind_layer(file, il, layer);
     if (!bound.ok()) return for_family(bound.error());
@@ -193,7 +205,7 @@ Result<std::unique_ptr<Model>> Model::load(const GgufFile& file) {
 }
 
 KvLayout Model::kv_layout(int32_t block_size, KvType type) const {
-  return KvLayout{hp_.n_layer, hp_.n_head_kv, hp_.head_dim(), block_size, type};
+  return KvLayout{range_.size(), hp_.n_head_kv, hp_.head_dim(), block_size, type};
 }
 
 Status Model::validate_batch(const ForwardBatch& batch, const KvStorage& kv,
@@ -211,7 +223,7 @@ Status Model::validate_batch(const ForwardBatch& batch, const KvStorage& kv,
     for (int32_t r = seq.row_begin; r < seq.row_end; ++r) {
       const TokenId token = batch.tokens[static_cast<size_t>(r)];
       const int32_t pos = batch.positions[static_cast<size_t>(r)];
-      if (token < 0 || token >= hp_.n_vocab)
+      if (range_.first && (token < 0 || token >= hp_.n_vocab))
         return Error{"token id " + std::to_string(token) + " is outside the vocab"};
       if (pos < 0 || static_cast<size_t>(pos / block_size) >= seq.block_table.size()) {
         return Error{"position " + std::to_string(pos) + " is not covered by the block table"};
@@ -349,13 +361,15 @@ void Model::attention_block(const LayerWeights& layer, int64_t il, const Forward
   scale_queries(n_rows, ws);
   // A local layer's query at position p sees (p - n_swa, p]; a global one sees [0, p].
   const bool local = hp_.is_local_layer(il);
+  const int64_t kv_layer = il - range_.begin;  // the cache holds only this model's layers
   for (int32_t r = 0; r < n_rows; ++r) {
     AttentionRow& row = ws.attention_rows[static_cast<size_t>(r)];
     row.first_position = local ? std::max(0, row.position - hp_.n_swa + 1) : 0;
-    kv_write(kv, il, row, ws.k.data() + r * hp_.n_embd_kv(), ws.v.data() + r * hp_.n_embd_kv());
+    kv_write(kv, kv_layer, row, ws.k.data() + r * hp_.n_embd_kv(),
+             ws.v.data() + r * hp_.n_embd_kv());
   }
-  paged_attention(kv, il, ws.attention_rows.data(), n_rows, hp_.n_head, ws.q.data(), ws.attn.data(),
-                  pool, ws.attention_scratch);
+  paged_attention(kv, kv_layer, ws.attention_rows.data(), n_rows, hp_.n_head, ws.q.data(),
+                  ws.attn.data(), pool, ws.attention_scratch);
   matmul(layer.wo, ws.attn.data(), n_rows, ws.proj.data(), pool, ws.matmul_scratch);
   add_residual(layer.post_attn_norm, n_rows, ws);
 }
@@ -401,11 +415,12 @@ void Model::forward(const ForwardBatch& batch, KvStorage& kv, Workspace& ws, Thr
           AttentionRow{batch.positions[static_cast<size_t>(r)], seq.block_table.data()};
     }
   }
-  embed(batch, ws);
-  for (size_t il = 0; il < layers_.size(); ++il) {
-    attention_block(layers_[il], static_cast<int64_t>(il), batch, kv, ws, pool);
-    ffn_block(layers_[il], n_rows, ws, pool);
+  if (range_.first) embed(batch, ws);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    attention_block(layers_[i], range_.begin + static_cast<int64_t>(i), batch, kv, ws, pool);
+    ffn_block(layers_[i], n_rows, ws, pool);
   }
+  if (!range_.last) return;
   // Only the rows asked for go through the final norm and the (large) output matrix.
   const int64_t n_embd = hp_.n_embd;
   const auto n_out = static_cast<int64_t>(batch.output_rows.size());

@@ -26,6 +26,7 @@
 #include "kernels/matmul.h"
 #include "kv/kv_storage.h"
 #include "model/architecture.h"
+#include "model/layer_range.h"
 #include "model/model_hparams.h"
 
 namespace trellis {
@@ -77,17 +78,23 @@ class Workspace {
 class Model {
  public:
   // Binds the weights of `file`, which must outlive the model. Errors name the family and the
-  // first missing or malformed tensor or key.
+  // first missing or malformed tensor or key. With a `range`, only that part of the model is bound
+  // (a pipeline stage): the other tensors are never read, so their pages never become resident.
   static Result<std::unique_ptr<Model>> load(const GgufFile& file);
+  static Result<std::unique_ptr<Model>> load(const GgufFile& file, const LayerRange& range);
 
   const ModelHParams& hparams() const { return hp_; }
   const Architecture& architecture() const { return *arch_; }
-  // The KV layout this model needs, for a given block size and element type.
+  const LayerRange& layer_range() const { return range_; }
+  // The KV layout of the layers this model holds, for a given block size and element type.
   KvLayout kv_layout(int32_t block_size, KvType type) const;
 
-  // Runs the batch, writing each row's K/V into the cache, and stores the logits of
-  // batch.output_rows into logits ([output_rows.size()][n_vocab]). Preconditions: the batch fits
-  // the workspace; every sequence's block table covers its last position; tokens are in the vocab.
+  // Runs the batch, writing each row's K/V (of the layers held) into the cache. The first stage
+  // (a whole model is one) embeds the batch's tokens into ws.x; a later stage finds the previous
+  // stage's hidden rows there. The last stage stores the logits of batch.output_rows into logits
+  // ([output_rows.size()][n_vocab]); an earlier one leaves its hidden rows in ws.x for the next.
+  // Preconditions: the batch fits the workspace; every sequence's block table covers its last
+  // position; tokens are in the vocab.
   void forward(const ForwardBatch& batch, KvStorage& kv, Workspace& ws, ThreadPool& pool,
                float* logits) const;
 
@@ -117,8 +124,9 @@ class Model {
 
   const Architecture* arch_ = nullptr;
   ModelHParams hp_;
+  LayerRange range_;
   WeightView token_embd_;  // [n_embd] x n_vocab rows
-  std::vector<LayerWeights> layers_;
+  std::vector<LayerWeights> layers_;  // blocks range_.begin .. range_.end - 1
   // [n_rot / 2] frequency divisors, empty when none: rope_freqs or LongRoPE's short factors,
   // and LongRoPE's long ones, used instead when use_rope_long_ (see set_context_length).
   std::vector<float> rope_short_;

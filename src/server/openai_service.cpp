@@ -256,6 +256,8 @@ ApiResponse OpenAiService::chat_completions(std::string_view body, std::string_v
 ApiResponse OpenAiService::generate(ApiResult<Generation> generation,
                                     std::shared_ptr<ClientPresence> client) {
   if (shutting_down_) return error_response(server_error("the server is shutting down", 503));
+  if (std::string why = engine_.failure(); !why.empty())
+    return error_response(server_error("the engine has stopped: " + why, 503));
   if (!generation.ok()) return error_response(generation.error());
   // Take a slot first, then check: concurrent callers can never all pass the limit together.
   auto slot = std::make_shared<InFlight>(in_flight_);
@@ -495,7 +497,9 @@ ApiResponse OpenAiService::models() const {
 }
 
 ApiResponse OpenAiService::metrics() {
-  ApiResponse response{200, "text/plain; version=0.0.4", metrics_.render(engine_.stats()), {}};
+  ApiResponse response{200, "text/plain; version=0.0.4", metrics_.render(engine_.stats(), engine_.pipeline() != nullptr
+                                                           ? engine_.pipeline()->stage_stats()
+                                                           : std::vector<StageStats>{}), {}};
   return response;
 }
 

@@ -40,7 +40,33 @@ void ServerMetrics::record(const FinishedRequest& r) {
   ++n_finished_;  // last: a reader that sees the count sees the figures it covers
 }
 
-std::string ServerMetrics::render(const EngineStats& e) {
+namespace {
+
+// Per stage of a pipeline: the time a stage spends on its layers against the wall clock shows the
+// bubble (what it waits for the others).
+void write_stages(MetricsWriter& w, const std::vector<StageStats>& stages) {
+  if (stages.empty()) return;
+  auto labels = [](const StageStats& s) {
+    return MetricLabels{{"rank", std::to_string(s.rank)},
+                        {"layers", std::to_string(s.layers.begin) + "-" +
+                                       std::to_string(s.layers.end - 1)}};
+  };
+  w.family("pipeline_stage_busy_seconds_total", "Time each pipeline stage spent on its layers.",
+           MetricType::COUNTER);
+  for (const StageStats& s : stages) w.sample(labels(s), s.busy_s);
+  w.family("pipeline_stage_sent_bytes_total",
+           "Bytes each stage sent on (hidden rows, or logits from the last).", MetricType::COUNTER);
+  for (const StageStats& s : stages) w.sample(labels(s), static_cast<double>(s.bytes_sent));
+  w.family("pipeline_stage_steps_total", "Engine steps each stage ran.", MetricType::COUNTER);
+  for (const StageStats& s : stages) w.sample(labels(s), static_cast<double>(s.n_steps));
+  w.family("pipeline_stage_peak_rss_bytes", "Peak resident memory of each stage's process.",
+           MetricType::GAUGE);
+  for (const StageStats& s : stages) w.sample(labels(s), static_cast<double>(s.peak_rss));
+}
+
+}  // namespace
+
+std::string ServerMetrics::render(const EngineStats& e, const std::vector<StageStats>& stages) {
   const auto prompt = static_cast<double>(prompt_tokens_.load());
   const auto cached = static_cast<double>(cached_tokens_.load());
   const auto finished = static_cast<double>(n_finished_.load());
@@ -91,6 +117,7 @@ std::string ServerMetrics::render(const EngineStats& e) {
               latency_.snapshot());
   w.gauge("avg_generation_throughput_toks_per_s",
           "Generated tokens per second since the previous scrape.", throughput);
+  write_stages(w, stages);
   return w.text();
 }
 

@@ -13,6 +13,9 @@
 //   trellis:kv_blocks_evicted_total, trellis:num_preemptions_total
 //   trellis:time_to_first_token_seconds, trellis:e2e_request_latency_seconds   histograms
 //   trellis:avg_generation_throughput_toks_per_s   tokens/s since the previous scrape
+//   trellis:pipeline_stage_busy_seconds_total{rank,layers}   with --pipeline: time each stage
+//   trellis:pipeline_stage_sent_bytes_total{rank,layers}     spent on its layers, bytes it sent
+//   trellis:pipeline_stage_steps_total, trellis:pipeline_stage_peak_rss_bytes   on, and its memory
 #pragma once
 
 #include <atomic>
@@ -20,6 +23,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "engine/engine.h"
 #include "server/metrics.h"
@@ -43,7 +47,7 @@ class ServerMetrics {
 
   void record(const FinishedRequest& request);
   // The exposition text of every metric above.
-  std::string render(const EngineStats& engine);
+  std::string render(const EngineStats& engine, const std::vector<StageStats>& stages = {});
 
   int64_t n_finished() const { return n_finished_.load(); }
   int64_t prompt_tokens() const { return prompt_tokens_.load(); }

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "cli_runner.h"
+#include "cli_server.h"
 #include "test_support.h"
 
 namespace trellis {
@@ -37,214 +38,12 @@ namespace {
 using testing::CommandResult;
 using testing::run_cli;
 using testing::run_shell;
+using namespace testing::cli_server;
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-constexpr auto kStartDeadline = std::chrono::seconds(30);
-constexpr auto kExitDeadline = std::chrono::seconds(20);
-constexpr int kCurlMaxSeconds = 30;
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Wraps a string in single quotes for /bin/sh.
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-bool have_program(const std::string& name) {
-  return run_shell("command -v " + name + " >/dev/null 2>&1").exit_code == 0;
-}
-
-// A child process started with fork/exec, stdout and stderr both written to `log_path`. The
-// destructor kills it (SIGKILL) and reaps it when it still runs.
-class ChildProcess {
- public:
-  ChildProcess(const std::vector<std::string>& argv, std::string log_path)
-      : log_path_(std::move(log_path)) {
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    const pid_t parent = ::getpid();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      // Dies with the test process even if that one crashes before its teardown.
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(127);
-      const int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (fd >= 0) {
-        ::dup2(fd, STDOUT_FILENO);
-        ::dup2(fd, STDERR_FILENO);
-        ::close(fd);
-      }
-      ::execvp(args[0], args.data());
-      ::_exit(127);
-    }
-  }
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
-  ~ChildProcess() {
-    if (running()) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-
-  pid_t pid() const { return pid_; }
-  const std::string& log_path() const { return log_path_; }
-  std::string log() const { return read_file(log_path_); }
-
-  // True while the child has not exited (reaps it when it has).
-  bool running() {
-    if (pid_ <= 0 || exited_) return false;
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      exited_ = true;
-      status_ = status;
-      return false;
-    }
-    return true;
-  }
-
-  // The exit code after a bounded wait; nullopt if it was still running at the deadline or died
-  // from a signal.
-  std::optional<int> wait_exit(std::chrono::milliseconds deadline) {
-    const auto until = Clock::now() + deadline;
-    while (running() && Clock::now() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (!exited_ || !WIFEXITED(status_)) return std::nullopt;
-    return WEXITSTATUS(status_);
-  }
-
-  bool send_signal(int signal) { return running() && ::kill(pid_, signal) == 0; }
-
- private:
-  std::string log_path_;
-  pid_t pid_ = -1;
-  bool exited_ = false;
-  int status_ = 0;
-};
-
-struct HttpResult {
-  int status = 0;  // 0: no answer (curl failed)
-  std::string body;
-  json json_body() const { return json::parse(body, nullptr, /*allow_exceptions=*/false); }
-};
-
-// One HTTP request with curl, bounded by --max-time. `body` travels through a file, so no quoting
-// of JSON is needed. `extra` is added to the curl command line as is (already quoted).
-HttpResult curl(const std::string& method, const std::string& url, const std::string& body = "",
-                const std::string& extra = "") {
-  static int counter = 0;
-  std::string command = "curl -sS -N --max-time " + std::to_string(kCurlMaxSeconds) + " -X " +
-                        method + " -w '\\n%{http_code}' " + extra + " ";
-  if (!body.empty()) {
-    const std::string body_path =
-        testing::temp_dir() + "/body-" + std::to_string(++counter) + ".json";
-    std::ofstream(body_path, std::ios::binary) << body;
-    command += "-H 'Content-Type: application/json' --data-binary @" + body_path + " ";
-  }
-  command += shell_quote(url) + " 2>/dev/null";
-  CommandResult run = run_shell(command);
-  HttpResult result;
-  const size_t last_newline = run.output.rfind('\n');
-  if (last_newline == std::string::npos) return result;
-  result.status = std::atoi(run.output.c_str() + last_newline + 1);
-  result.body = run.output.substr(0, last_newline);
-  return result;
-}
-
-// The `data: ` payloads of an SSE body, in order; `well_formed` is false when a non-empty line
-// is not a data line.
-struct SseEvents {
-  std::vector<std::string> data;
-  bool well_formed = true;
-};
-SseEvents parse_sse(const std::string& body) {
-  SseEvents events;
-  std::istringstream in(body);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    if (line.rfind("data: ", 0) != 0) {
-      events.well_formed = false;
-      continue;
-    }
-    events.data.push_back(line.substr(6));
-  }
-  return events;
-}
-
-// `trellis serve` on a free port with the tiny model. start() waits (bounded) for the
-// `listening on` line and then for /health to answer 200.
-class Server {
- public:
-  Server(const std::string& model, std::vector<std::string> extra_args, const std::string& name) {
-    std::vector<std::string> argv = {
-        TRELLIS_CLI_PATH,  "serve",  "--port", "0", "-m",           model,
-        "--chat-template", "chatml", "-t",     "1", "--model-name", "tiny"};
-    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
-    process_ = std::make_unique<ChildProcess>(argv, testing::temp_dir() + "/" + name + ".log");
-  }
-
-  // Empty on success, else what went wrong (with the log).
-  std::string start() {
-    const auto until = Clock::now() + kStartDeadline;
-    const std::string marker = "listening on http://";
-    while (port_ == 0) {
-      const std::string log = process_->log();
-      const size_t at = log.find(marker);
-      if (at != std::string::npos) {
-        const size_t colon = log.find(':', at + marker.size());
-        const size_t paren = log.find(" (", at);
-        if (colon != std::string::npos && paren != std::string::npos && colon < paren) {
-          host_ = log.substr(at + marker.size(), colon - at - marker.size());
-          port_ = std::atoi(log.substr(colon + 1, paren - colon - 1).c_str());
-        }
-      }
-      if (port_ != 0) break;
-      if (!process_->running()) return "the server exited before listening:\n" + log;
-      if (Clock::now() > until) return "no `listening on` line in time:\n" + log;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    while (curl("GET", url("/health"), "", "--max-time 2").status != 200) {
-      if (!process_->running()) return "the server exited before /health was ready:\n" + log();
-      if (Clock::now() > until) return "/health did not answer 200 in time:\n" + log();
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return "";
-  }
-
-  std::string url(const std::string& path) const {
-    return "http://" + host_ + ":" + std::to_string(port_) + path;
-  }
-  int port() const { return port_; }
-  std::string log() const { return process_->log(); }
-  ChildProcess& process() { return *process_; }
-
- private:
-  std::unique_ptr<ChildProcess> process_;
-  std::string host_;
-  int port_ = 0;
-};
-
-std::string synth_tiny_model() {
-  const std::string path = testing::temp_dir() + "/server-tiny.gguf";
-  if (fs::exists(path)) return path;
-  const CommandResult synth =
-      run_shell(std::string(TRELLIS_CLI_PATH) +
-                " model synth --preset tiny --type q8_0 --seed 5 -o " + path + " 2>&1");
-  return synth.exit_code == 0 ? path : "";
-}
 
 #define REQUIRE_CURL() \
   if (!have_program("curl")) GTEST_SKIP() << "curl is not installed (scripts/install-deps.sh)"
@@ -663,50 +462,16 @@ TEST(ServerShutdown, SigtermDuringALongStreamStillExitsZero) {
   EXPECT_EQ(log.find("finish=length"), std::string::npos) << log;
 }
 
-// The node_modules folder holding `openai`: $TRELLIS_NODE_MODULES, else <build>/node/node_modules
-// beside the CLI binary's build tree, else build/node/node_modules in the source tree.
-std::string openai_node_modules() {
-  std::vector<fs::path> candidates;
-  if (const char* env = std::getenv("TRELLIS_NODE_MODULES")) candidates.emplace_back(env);
-  const fs::path cli(TRELLIS_CLI_PATH);  // <build>/cli/trellis
-  candidates.push_back(cli.parent_path().parent_path() / "node" / "node_modules");
-  const fs::path source_root = fs::path(__FILE__).parent_path().parent_path().parent_path();
-  candidates.push_back(source_root / "build" / "node" / "node_modules");
-  for (const fs::path& dir : candidates)
-    if (fs::exists(dir / "openai" / "package.json")) return fs::absolute(dir).string();
-  return "";
-}
-
 TEST(ServerOpenAiNodeClient, OfficialClientWorksAgainstTheServer) {
   REQUIRE_CURL();
-  if (!have_program("node"))
-    GTEST_SKIP() << "node is not installed (scripts/install-deps.sh installs nodejs and npm)";
+  if (std::string why = openai_client_unavailable(); !why.empty()) GTEST_SKIP() << why;
   const std::string modules = openai_node_modules();
-  if (modules.empty())
-    GTEST_SKIP() << "the openai npm package is absent: run scripts/setup-node-client.sh "
-                    "<build>/node (or set TRELLIS_NODE_MODULES to its node_modules folder)";
-  const fs::path script =
-      fs::path(__FILE__).parent_path().parent_path() / "node" / "openai_client_check.mjs";
-  ASSERT_TRUE(fs::exists(script)) << script;
-
   std::string error;
   std::unique_ptr<Server> server = start_server({"--api-key", "node-key"}, "node-server", error);
   ASSERT_EQ(error, "");
-
-  // `timeout` bounds the run even if the script's own watchdog fails.
-  const std::string command = "TRELLIS_NODE_MODULES=" + shell_quote(modules) +
-                              " NODE_PATH=" + shell_quote(modules) + " timeout 60 node " +
-                              shell_quote(script.string()) + " " + shell_quote(server->url("/v1")) +
-                              " tiny node-key 2>&1";
-  const CommandResult run = run_shell(command);
+  const CommandResult run = run_openai_client_check(modules, server->url("/v1"), "node-key");
   EXPECT_EQ(run.exit_code, 0) << run.output << "\nserver log:\n" << server->log();
-  // The summary is the JSON object the script prints last.
-  const size_t brace = run.output.find('{');
-  json summary =
-      json::parse(brace == std::string::npos ? "" : run.output.substr(brace), nullptr, false);
-  ASSERT_FALSE(summary.is_discarded()) << run.output;
-  EXPECT_EQ(summary["ok"], true) << run.output;
-  EXPECT_EQ(summary["passed"], 7) << run.output;
+  expect_openai_client_passed(run);
 
   ASSERT_TRUE(server->process().send_signal(SIGTERM));
   EXPECT_EQ(server->process().wait_exit(kExitDeadline), 0) << server->log();

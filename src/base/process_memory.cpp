@@ -1,8 +1,8 @@
-#include "bench/process_memory.h"
+#include "base/process_memory.h"
 
 #include <sys/resource.h>
 
-namespace trellis::bench {
+namespace trellis {
 
 uint64_t peak_rss_bytes() {
   struct rusage usage {};
@@ -10,4 +10,4 @@ uint64_t peak_rss_bytes() {
   return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
-}  // namespace trellis::bench
+}  // namespace trellis
