@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -29,8 +30,23 @@ using testing::run_shell;
 
 #ifdef TRELLIS_MPIEXEC
 #define REQUIRE_MPI() (void)0
-// Open MPI refuses to start as root without these, and more ranks than cores without the flag.
-const std::string kMpiEnv = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ";
+
+// Set for every mpirun this binary starts: Open MPI refuses to start as root without the first
+// two (CI runs as root); its libraries keep allocations until exit, which LeakSanitizer (in the
+// sanitizer build) would report from every rank, so the MPI jobs run without leak detection.
+class MpiEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    const char* asan = std::getenv("ASAN_OPTIONS");
+    setenv("ASAN_OPTIONS", (std::string(asan ? asan : "") + ":detect_leaks=0").c_str(), 1);
+  }
+};
+const ::testing::Environment* const kMpiEnvironment =
+    ::testing::AddGlobalTestEnvironment(new MpiEnvironment);
+
+// More ranks than cores need --oversubscribe with Open MPI (TRELLIS_MPIEXEC_FLAGS).
 std::vector<std::string> mpirun(int np) {
   std::vector<std::string> argv = {TRELLIS_MPIEXEC, "-np", std::to_string(np)};
   const std::string flags = TRELLIS_MPIEXEC_FLAGS;
@@ -38,7 +54,7 @@ std::vector<std::string> mpirun(int np) {
   return argv;
 }
 std::string mpirun_command(int np) {
-  std::string command = kMpiEnv;
+  std::string command;
   for (const std::string& a : mpirun(np)) command += a + " ";
   return command;
 }
@@ -113,8 +129,6 @@ TEST(PipelineCli, ServerOverTwoRanksPassesTheOpenAiClient) {
   if (std::string why = openai_client_unavailable(); !why.empty()) GTEST_SKIP() << why;
   const std::string model = synth_tiny_model();
   ASSERT_FALSE(model.empty());
-  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   Server server(model, {"--pipeline", "--api-key", "node-key"}, "pipeline-node", mpirun(2));
   ASSERT_EQ(server.start(), "");
   const CommandResult run = run_openai_client_check(openai_node_modules(), server.url("/v1"),
@@ -145,8 +159,6 @@ TEST(PipelineCli, KillingARankMidStreamEndsTheJob) {
   const std::string model = testing::temp_dir() + "/kill-test.gguf";
   ASSERT_EQ(testing::run_cli("model synth --preset tiny --type q8_0 --seed 9 -o " + model).exit_code,
             0);
-  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   Server server(model, {"--pipeline", "--pipeline-timeout", "5", "--ctx", "4096"}, "pipeline-kill",
                 mpirun(2));
   ASSERT_EQ(server.start(), "");
@@ -189,8 +201,6 @@ TEST(PipelineCli, AHungRankEndsTheJobWithAnErrorAfterTheTimeout) {
   const std::string model = testing::temp_dir() + "/hang-test.gguf";
   ASSERT_EQ(testing::run_cli("model synth --preset tiny --type q8_0 --seed 8 -o " + model).exit_code,
             0);
-  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   Server server(model, {"--pipeline", "--pipeline-timeout", "3", "--ctx", "4096"}, "pipeline-hang",
                 mpirun(2));
   ASSERT_EQ(server.start(), "");
@@ -237,14 +247,18 @@ TEST(PipelineCli, EachRankHoldsItsShareOfTheWeights) {
   const json whole = json::parse(alone.output, nullptr, false);
   ASSERT_FALSE(whole.is_discarded()) << alone.output;
   // One process touches every weight.
-  EXPECT_GT(whole["peak_rss_bytes"].get<double>(), 0.9 * file_bytes);
+  const double alone_rss = whole["peak_rss_bytes"].get<double>();
+  EXPECT_GT(alone_rss, 0.9 * file_bytes);
   const CommandResult split = run_shell(mpirun_command(2) + bench + " --pipeline 2>/dev/null");
   ASSERT_EQ(split.exit_code, 0) << split.output;
   const json j = json::parse(split.output, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << split.output;
   ASSERT_EQ(j["stages"].size(), 2u) << split.output;
   for (const json& stage : j["stages"]) {
-    EXPECT_LT(stage["peak_rss_bytes"].get<double>(), 0.75 * file_bytes) << stage.dump();
+    // Each rank leaves out about half the weights (a quarter of the file at least), whatever the
+    // process's own overhead (the sanitizer build's is large).
+    EXPECT_LT(stage["peak_rss_bytes"].get<double>(), alone_rss - 0.25 * file_bytes)
+        << stage.dump() << "\none process: " << alone_rss;
     EXPECT_GT(stage["busy_s"].get<double>(), 0) << stage.dump();
   }
 #endif
