@@ -44,7 +44,8 @@ void EngineOptions::add_pipeline_options(CLI::App& app) {
   app.add_option("--layers-per-rank", layers_per_rank,
                  "With --pipeline: layers of each rank, e.g. 8,7,7 (default: balanced by bytes)");
   app.add_option("--micro-batches", micro_batches,
-                 "With --pipeline: micro-batches per step (default: one per stage)");
+                 "With --pipeline: micro-batches per step (default: one per stage, fewer for steps under 32 "
+                 "rows per stage)");
   app.add_option("--pipeline-timeout", pipeline_timeout,
                  "With --pipeline: seconds to wait for another stage before ending the job")
       ->capture_default_str();

@@ -41,8 +41,8 @@ ModelWeightBytes weight_bytes(const GgufFile& file, int64_t n_layer) {
       bytes.layers[static_cast<size_t>(il)] += t.n_bytes;
     } else if (t.name == "output.weight" || t.name == "output_norm.weight") {
       bytes.output += t.n_bytes;
-    } else if (t.name == "token_embd.weight") {
-      (tied ? bytes.output : bytes.embeddings) += t.n_bytes;
+    } else if (t.name == "token_embd.weight" && tied) {
+      bytes.output += t.n_bytes;  // it is the output head too
     }
   }
   return bytes;
@@ -51,7 +51,6 @@ ModelWeightBytes weight_bytes(const GgufFile& file, int64_t n_layer) {
 uint64_t stage_bytes(const ModelWeightBytes& bytes, const LayerRange& range) {
   uint64_t total = 0;
   for (int64_t il = range.begin; il < range.end; ++il) total += bytes.layers[static_cast<size_t>(il)];
-  if (range.first) total += bytes.embeddings;
   if (range.last) total += bytes.output;
   return total;
 }

@@ -1,6 +1,8 @@
 // How a model's transformer blocks are divided between the stages of a pipeline: contiguous
-// ranges, balanced by the bytes of weights each stage holds (its blocks, plus the token embeddings
-// on the first stage and the output head on the last), or as the user says.
+// ranges, balanced by the bytes of weights each stage reads per token (its blocks, plus the output
+// head on the last stage), or as the user says. The token embeddings live on the first stage but
+// do not count: a step reads one row per token of them, so they cost neither time nor resident
+// memory (the pages of rows never looked up are never read).
 #pragma once
 
 #include <cstdint>
@@ -15,7 +17,6 @@ namespace trellis {
 // The bytes of weights each part of a model's file takes.
 struct ModelWeightBytes {
   std::vector<uint64_t> layers;  // [n_layer]: tensors named blk.<i>.*
-  uint64_t embeddings = 0;       // token_embd, when the output head is a separate tensor
   uint64_t output = 0;           // the output head (token_embd when tied) and its norm
 };
 

@@ -1,5 +1,6 @@
 #include "cluster/mpi_pipeline.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -53,8 +54,7 @@ class MpiPipeline final : public Pipeline {
                  ThreadPool& pool, std::vector<BlockCopy>& copies, float* logits) override {
     if (!failure_.empty()) return Error{failure_};
     words_.clear();
-    const int32_t n_micro = options_.micro_batches > 0 ? options_.micro_batches : n_stages();
-    encode_step(batch, copies, n_micro, words_);
+    encode_step(batch, copies, micro_batches_for(batch.n_rows()), words_);
     copies.clear();
     broadcast(words_);
     TRELLIS_TRY(decode_step(std::span<const int32_t>(words_).subspan(1), kv.n_blocks(),
@@ -85,6 +85,15 @@ class MpiPipeline final : public Pipeline {
     if (!collected.ok()) failure_ = collected.error().message;
     return collected;
   }
+
+  // Every micro-batch streams each stage's weights once more, so cutting a step pays only when
+  // its rows cost compute rather than weight traffic: default, one micro-batch per
+  // kRowsPerMicroBatch rows, at most one per stage (a decode step of a few sequences stays whole).
+  int32_t micro_batches_for(int32_t n_rows) const {
+    if (options_.micro_batches > 0) return options_.micro_batches;
+    return std::clamp(n_rows / kRowsPerMicroBatch, 1, n_stages());
+  }
+  static constexpr int32_t kRowsPerMicroBatch = 32;
 
   std::vector<StageStats> stage_stats() const override {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -13,7 +13,8 @@ namespace trellis {
 
 struct PipelineOptions {
   std::vector<int64_t> layers_per_rank;  // empty: balanced by weight bytes
-  int32_t micro_batches = 0;             // per step; 0: one per stage
+  int32_t micro_batches = 0;             // per step; 0: one per stage for steps of 32 rows per
+                                         // stage or more, fewer for smaller steps
   double timeout_s = 60;                 // the bound on every wait for another stage
 };
 

@@ -39,7 +39,6 @@ TEST(LayerSplit, BalancedSplitIsOptimalAndContiguous) {
     ModelWeightBytes bytes;
     const int n = 2 + static_cast<int>(rng() % 9);
     for (int i = 0; i < n; ++i) bytes.layers.push_back(100 + rng() % 900);
-    bytes.embeddings = rng() % 1000;
     bytes.output = rng() % 3000;
     for (int stages = 1; stages <= std::min(n, 4); ++stages) {
       Result<std::vector<LayerRange>> split = balanced_split(bytes, stages);
