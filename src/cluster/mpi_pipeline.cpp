@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <mutex>
 
 #include "base/process_memory.h"
@@ -50,8 +51,8 @@ class MpiPipeline final : public Pipeline {
     if (failure_.empty()) broadcast({static_cast<int32_t>(StageCommand::END)});
   }
 
-  Status forward(const Model& model, const ForwardBatch& batch, KvStorage& kv, Workspace& ws,
-                 ThreadPool& pool, std::vector<BlockCopy>& copies, float* logits) override {
+  Status launch(const Model& model, const ForwardBatch& batch, KvStorage& kv, Workspace& ws,
+                ThreadPool& pool, std::vector<BlockCopy>& copies) override {
     if (!failure_.empty()) return Error{failure_};
     words_.clear();
     encode_step(batch, copies, micro_batches_for(batch.n_rows()), words_);
@@ -59,12 +60,10 @@ class MpiPipeline final : public Pipeline {
     broadcast(words_);
     TRELLIS_TRY(decode_step(std::span<const int32_t>(words_).subspan(1), kv.n_blocks(),
                             ws.max_rows(), step_));
-    const Clock::time_point deadline =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(options_.timeout_s));
     double busy = 0;
     uint64_t sent = 0;
     const auto n_embd = static_cast<size_t>(model.hparams().n_embd);
+    std::vector<size_t>& outputs = in_flight_.emplace_back();
     for (MicroBatch& mb : step_.micro) {
       const Clock::time_point start = Clock::now();
       model.forward(mb.batch, kv, ws, pool, nullptr);
@@ -74,14 +73,25 @@ class MpiPipeline final : public Pipeline {
       std::memcpy(rows.data(), ws.x.data(), n);
       sent += n;
       transport_.send(1, MessageTag::HIDDEN, std::move(rows));
+      outputs.push_back(mb.batch.output_rows.size());
     }
-    Status collected = collect(model, logits, deadline);
     std::lock_guard<std::mutex> lock(mutex_);
     StageStats& mine = stats_.front();
     mine.busy_s += busy;
     mine.bytes_sent += sent;
     mine.peak_rss = peak_rss_bytes();
     ++mine.n_steps;
+    return {};
+  }
+
+  Status collect(const Model& model, float* logits) override {
+    if (!failure_.empty()) return Error{failure_};
+    if (in_flight_.empty()) return Error{"no step in flight"};
+    const Clock::time_point deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(options_.timeout_s));
+    Status collected = collect_oldest(model, logits, deadline);
+    in_flight_.pop_front();
     if (!collected.ok()) failure_ = collected.error().message;
     return collected;
   }
@@ -105,15 +115,15 @@ class MpiPipeline final : public Pipeline {
     for (int r = 1; r < n_stages(); ++r) transport_.send(r, MessageTag::CONTROL, word_bytes(words));
   }
 
-  // The logits of each micro-batch from the last stage, then every stage's report.
-  Status collect(const Model& model, float* logits, Clock::time_point deadline) {
+  // The logits of each micro-batch of the oldest step from the last stage, then every stage's
+  // report of it.
+  Status collect_oldest(const Model& model, float* logits, Clock::time_point deadline) {
     const int last = n_stages() - 1;
     const auto n_vocab = static_cast<size_t>(model.hparams().n_vocab);
     size_t out_row = 0;
-    for (const MicroBatch& mb : step_.micro) {
+    for (const size_t n_out : in_flight_.front()) {
       if (!transport_.receive(last, MessageTag::LOGITS, message_, deadline).ok())
         return Error{missed_deadline(last, "send its logits", options_.timeout_s)};
-      const size_t n_out = mb.batch.output_rows.size();
       if (message_.size() != n_out * n_vocab * sizeof(float))
         return Error{"logits of the wrong size from rank " + std::to_string(last)};
       if (n_out > 0) std::memcpy(logits + out_row * n_vocab, message_.data(), message_.size());
@@ -136,6 +146,8 @@ class MpiPipeline final : public Pipeline {
   std::vector<int32_t> words_;
   std::vector<uint8_t> message_;
   DecodedStep step_;
+  // Per step in flight, oldest first: its micro-batches' output row counts.
+  std::deque<std::vector<size_t>> in_flight_;
   std::string failure_;  // set once a stage failed: every later call fails the same way
   mutable std::mutex mutex_;
   std::vector<StageStats> stats_;  // under mutex_

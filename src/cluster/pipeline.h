@@ -36,12 +36,15 @@ class Pipeline {
   virtual Result<LayerRange> local_layers(const GgufFile& file) = 0;
   // An engine starts: the other stages allocate their KV storage and buffers.
   virtual Status begin_engine(const PipelineSetup& setup) = 0;
-  // Runs one step through every stage, as Model::forward does in one process: `model`, `kv`, `ws`
-  // and `pool` are this stage's. `copies` (this step's copy-on-write copies, already made here)
-  // are sent along and cleared. An error when a stage fails or does not answer in time.
-  virtual Status forward(const Model& model, const ForwardBatch& batch, KvStorage& kv,
-                         Workspace& ws, ThreadPool& pool, std::vector<BlockCopy>& copies,
-                         float* logits) = 0;
+  // Sends one step down the pipeline: runs this stage's layers on it (`model`, `kv`, `ws` and
+  // `pool` are this stage's) and hands the hidden rows on; `copies` (the step's copy-on-write
+  // copies, already made here) go along and are cleared. Up to n_stages() steps may be in flight,
+  // so that each stage works on a different one; the others never see a step out of order.
+  virtual Status launch(const Model& model, const ForwardBatch& batch, KvStorage& kv,
+                        Workspace& ws, ThreadPool& pool, std::vector<BlockCopy>& copies) = 0;
+  // Waits for the oldest step in flight and stores the logits of its output rows, in order, as
+  // Model::forward does. An error when a stage fails or does not answer in time.
+  virtual Status collect(const Model& model, float* logits) = 0;
   // The engine is gone: the other stages free what begin_engine allocated.
   virtual void end_engine() = 0;
   // Every stage's figures as of the last step, this one first. Any thread.

@@ -135,7 +135,14 @@ Status Engine::init(const std::string& model_path, const EngineConfig& config) {
   kv_ = std::move(runtime->kv);
   blocks_ = std::move(runtime->blocks);
   cache_ = std::move(runtime->cache);
-  scheduler_ = std::make_unique<Scheduler>(*cache_, sc);
+  // A pipeline of n stages keeps n steps in flight, one per stage, each with its own group of
+  // the running sequences; in one process a step comes back before the next is planned.
+  const int32_t depth = pipeline_ != nullptr ? pipeline_->n_stages() : 1;
+  SchedulerConfig scheduling = sc;
+  scheduling.decode_groups = depth;
+  scheduler_ = std::make_unique<Scheduler>(*cache_, scheduling);
+  in_flight_.resize(static_cast<size_t>(depth));
+  for (InFlightStep& step : in_flight_) step.plan.chunks.reserve(static_cast<size_t>(sc.max_seqs));
   workspace_ = std::make_unique<Workspace>(hp, sc.max_batch_tokens);
   threads_ = std::make_unique<ThreadPool>(
       config.n_threads > 0 ? config.n_threads : ThreadPool::default_thread_count());
@@ -392,7 +399,9 @@ void Engine::loop() {
       check_invariants_when_idle();
     }
   }
-  // Shutting down: whatever still runs ends as cancelled, releasing its blocks.
+  // Shutting down: the steps in flight come back first, then whatever still runs ends as
+  // cancelled, releasing its blocks.
+  while (n_in_flight_ > 0) collect_oldest();
   for (const auto& r : std::vector<std::shared_ptr<Request>>(active_)) {
     finish(*r, FinishReason::CANCELLED);
   }
@@ -420,7 +429,8 @@ void Engine::cancel_requested() {
   if (!any) return;
   // finish() erases from active_ (and may finish fork branches too): walk a copy.
   for (const auto& r : std::vector<std::shared_ptr<Request>>(active_)) {
-    if (r->channel->cancel.load() && r->state != SequenceState::FINISHED) {
+    // A request in flight ends once its step is back (its blocks are still being written).
+    if (r->channel->cancel.load() && r->state != SequenceState::FINISHED && !r->in_flight) {
       finish(*r, FinishReason::CANCELLED);
     }
   }
@@ -445,42 +455,72 @@ bool Engine::step() {
       r->output.stats.queue_ms = ms_between(r->submitted, Clock::now());
     }
   }
+  bool ran = false;
   if (!plan.empty()) {
     batch_.clear();
     for (const ScheduledChunk& c : plan.chunks) {
       batch_.add_sequence(c.seq->tokens.data() + c.begin, c.n_tokens, c.begin,
                           c.seq->kv.block_table(), c.n_logit_rows());  // a view, not a copy
     }
-    logits_.resize(std::max(logits_.size(), batch_.output_rows.size() * size_t(n_vocab_)));
-    if (Status ran = forward(); !ran.ok()) {
-      scheduler_->complete(plan);
-      fail(ran.error().message);
+    InFlightStep& sent = in_flight_[(in_flight_head_ + n_in_flight_) % in_flight_.size()];
+    ++n_in_flight_;
+    sent.plan.chunks.assign(plan.chunks.begin(), plan.chunks.end());
+    sent.n_output_rows = batch_.output_rows.size();
+    if (Status launched = launch(sent); !launched.ok()) {
+      fail(launched.error().message);
       return true;
     }
-    scheduler_->complete(plan);
-    // The output rows come chunk by chunk, each chunk's last n_logit_rows() rows in order.
-    size_t out = 0;
-    for (const ScheduledChunk& c : plan.chunks) {
-      const int32_t n_rows = c.n_logit_rows();
-      if (n_rows == 0) continue;
-      auto& request = *static_cast<Request*>(c.seq);
-      const float* rows = logits_.data() + out * size_t(n_vocab_);
-      out += static_cast<size_t>(n_rows);
-      if (request.wants_prompt_logits) keep_prompt_logits(request, c, rows, n_rows);
-      if (c.wants_logits()) on_logits(request, rows + size_t(n_rows - 1) * size_t(n_vocab_));
-    }
+    for (const ScheduledChunk& c : plan.chunks) c.seq->in_flight = true;
+    max_in_flight_ = std::max(max_in_flight_, n_in_flight_);
+    ran = true;
   }
+  // The oldest step comes back when the pipeline is full, or when nothing more could be sent.
+  // A step that prefills comes back before the next is planned: the prefixes it caches must be
+  // there when the next admissions look for them (decode steps cache nothing until they end).
+  const bool prefills = std::any_of(plan.chunks.begin(), plan.chunks.end(),
+                                    [](const ScheduledChunk& c) { return c.n_tokens > 1; });
+  if (n_in_flight_ > 0 && (n_in_flight_ == in_flight_.size() || plan.empty())) {
+    collect_oldest();
+    ran = true;
+  }
+  while (prefills && n_in_flight_ > 0) collect_oldest();
   refresh_stats(static_cast<int64_t>(plan.preempted.size()), plan_ms);
-  return !plan.empty();
+  return ran;
 }
 
-Status Engine::forward() {
-  if (pipeline_ == nullptr) {
+Status Engine::launch(const InFlightStep& step) {
+  logits_.resize(std::max(logits_.size(), step.n_output_rows * size_t(n_vocab_)));
+  if (pipeline_ == nullptr) {  // computed at once: collect_oldest() finds the logits there
     model_->forward(batch_, *kv_, *workspace_, *threads_, logits_.data());
     return {};
   }
-  return pipeline_->forward(*model_, batch_, *kv_, *workspace_, *threads_, block_copies_,
-                            logits_.data());
+  return pipeline_->launch(*model_, batch_, *kv_, *workspace_, *threads_, block_copies_);
+}
+
+void Engine::collect_oldest() {
+  InFlightStep& step = in_flight_[in_flight_head_];
+  in_flight_head_ = (in_flight_head_ + 1) % in_flight_.size();
+  --n_in_flight_;
+  logits_.resize(std::max(logits_.size(), step.n_output_rows * size_t(n_vocab_)));
+  for (const ScheduledChunk& c : step.plan.chunks) c.seq->in_flight = false;
+  if (pipeline_ != nullptr) {
+    if (Status collected = pipeline_->collect(*model_, logits_.data()); !collected.ok()) {
+      fail(collected.error().message);
+      return;
+    }
+  }
+  scheduler_->complete(step.plan);
+  // The output rows come chunk by chunk, each chunk's last n_logit_rows() rows in order.
+  size_t out = 0;
+  for (const ScheduledChunk& c : step.plan.chunks) {
+    const int32_t n_rows = c.n_logit_rows();
+    if (n_rows == 0) continue;
+    auto& request = *static_cast<Request*>(c.seq);
+    const float* rows = logits_.data() + out * size_t(n_vocab_);
+    out += static_cast<size_t>(n_rows);
+    if (request.wants_prompt_logits) keep_prompt_logits(request, c, rows, n_rows);
+    if (c.wants_logits()) on_logits(request, rows + size_t(n_rows - 1) * size_t(n_vocab_));
+  }
 }
 
 void Engine::fail(const std::string& why) {
@@ -491,6 +531,12 @@ void Engine::fail(const std::string& why) {
     failure_ = why;
   }
   if (first) std::fprintf(stderr, "error: %s; the engine stops\n", why.c_str());
+  // What was in flight never comes back: its sequences end below like the rest.
+  for (; n_in_flight_ > 0; --n_in_flight_) {
+    for (const ScheduledChunk& c : in_flight_[in_flight_head_].plan.chunks)
+      c.seq->in_flight = false;
+    in_flight_head_ = (in_flight_head_ + 1) % in_flight_.size();
+  }
   for (const auto& r : std::vector<std::shared_ptr<Request>>(active_)) {
     if (r->state == SequenceState::FINISHED) continue;
     r->output.error = why;
@@ -515,6 +561,7 @@ void Engine::refresh_stats(int64_t n_new_preemptions, double plan_ms) {
   stats_.n_steps = scheduler_->n_steps();
   stats_.n_preemptions += n_new_preemptions;
   stats_.scheduler_ms += plan_ms;
+  stats_.max_steps_in_flight = static_cast<int32_t>(max_in_flight_);
 }
 
 void Engine::keep_prompt_logits(Request& request, const ScheduledChunk& chunk, const float* logits,

@@ -155,6 +155,7 @@ struct EngineStats {
   int64_t n_steps = 0;
   int64_t n_preemptions = 0;
   double scheduler_ms = 0;  // time spent planning steps, in total
+  int32_t max_steps_in_flight = 0;  // the most steps down a pipeline at once (1 in one process)
 };
 
 class Engine {
@@ -245,8 +246,15 @@ class Engine {
   void finish(Request& request, FinishReason reason);
   // The engine cannot go on (a pipeline stage failed): every request ends with `why`.
   void fail(const std::string& why);
-  // Runs the batch here or through the pipeline.
-  Status forward();
+  // A step sent down the pipeline (or, in one process, computed) whose logits are not consumed.
+  struct InFlightStep {
+    StepPlan plan;  // its chunks
+    size_t n_output_rows = 0;
+  };
+  // Runs batch_ here (the logits land in logits_) or sends it down the pipeline.
+  Status launch(const InFlightStep& step);
+  // Takes the oldest step's logits: completes its chunks and samples.
+  void collect_oldest();
   // Debug builds: the pool's and the tree's invariants hold whenever the loop goes idle.
   void check_invariants_when_idle();
 
@@ -269,6 +277,10 @@ class Engine {
   ForwardBatch batch_;
   std::vector<float> logits_;  // [max_seqs rows][n_vocab], grown as needed
   std::vector<BlockCopy> block_copies_;  // this step's copy-on-write copies, for the pipeline
+  std::vector<InFlightStep> in_flight_;  // a ring: n_in_flight_ steps from in_flight_head_
+  size_t in_flight_head_ = 0;
+  size_t n_in_flight_ = 0;
+  size_t max_in_flight_ = 0;
 
   // Shared with callers, under mutex_.
   mutable std::mutex mutex_;

@@ -13,6 +13,7 @@ Scheduler::Scheduler(PrefixCache& cache, SchedulerConfig config) : cache_(cache)
   const auto max_seqs = static_cast<size_t>(config.max_seqs);
   running_.reserve(max_seqs);
   preempted_this_step_.reserve(max_seqs);
+  stalled_this_step_.reserve(max_seqs);
   plan_.chunks.reserve(max_seqs);
   plan_.admitted.reserve(max_seqs);
   plan_.preempted.reserve(max_seqs);
@@ -66,16 +67,30 @@ void Scheduler::preempt(Sequence* seq) {
 void Scheduler::grow_running() {
   // Oldest first: the newest sequences give way when blocks run out. Preempting the newest
   // either frees room for seq (then retry) or is seq itself (then index i holds the next one).
+  // Sequences in flight neither grow nor give way.
   size_t i = 0;
   while (i < running_.size()) {
     Sequence* seq = running_[i];
-    if (cache_.reserve(seq->kv, seq->size()).ok()) {
+    if (seq->in_flight || cache_.reserve(seq->kv, seq->size()).ok()) {
+      ++i;
+      continue;
+    }
+    auto victim = std::find_if(running_.rbegin(), running_.rend(),
+                               [](const Sequence* s) { return !s->in_flight; });
+    if (*victim == seq && std::any_of(running_.begin(), running_.end(),
+                                      [](const Sequence* s) { return s->in_flight; })) {
+      stalled_this_step_.push_back(seq);  // the in-flight ones will finish or shrink first
       ++i;
       continue;
     }
     assert(running_.size() > 1 && "a lone sequence always fits the pool");
-    preempt(running_.back());
+    preempt(*victim);
   }
+}
+
+bool Scheduler::schedulable(const Sequence* seq) const {
+  return !seq->in_flight && std::find(stalled_this_step_.begin(), stalled_this_step_.end(), seq) ==
+                                stalled_this_step_.end();
 }
 
 void Scheduler::order_waiting() {
@@ -136,6 +151,7 @@ void Scheduler::admit_waiting(StepPlan& plan, int32_t& budget) {
 const StepPlan& Scheduler::plan() {
   ++n_steps_;
   preempted_this_step_.clear();
+  stalled_this_step_.clear();
   StepPlan& plan = plan_;
   plan.chunks.clear();
   plan.admitted.clear();
@@ -143,16 +159,20 @@ const StepPlan& Scheduler::plan() {
   plan.n_tokens = 0;
   grow_running();
   int32_t budget = config_.max_batch_tokens;
-  // Decode tokens first (one per sequence), so that prefill never stalls them ...
+  // Decode tokens first (one per sequence, for this step's group), so that prefill never stalls
+  // them ...
+  const auto n_running = static_cast<int32_t>(running_.size());
+  int32_t group = (n_running + config_.decode_groups - 1) / config_.decode_groups;
   for (Sequence* seq : running_) {
-    if (seq->n_pending() == 1 && budget > 0) {
+    if (seq->n_pending() == 1 && budget > 0 && group > 0 && schedulable(seq)) {
       plan.chunks.push_back({seq, seq->n_computed, 1});
       --budget;
+      --group;
     }
   }
   // ... then the rest of prompts being prefilled, oldest first, in chunks.
   for (Sequence* seq : running_) {
-    if (seq->n_pending() > 1 && budget > 0) {
+    if (seq->n_pending() > 1 && budget > 0 && schedulable(seq)) {
       const int32_t n = std::min(seq->n_pending(), budget);
       plan.chunks.push_back({seq, seq->n_computed, n});
       budget -= n;

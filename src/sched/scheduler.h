@@ -17,6 +17,9 @@
 // last one: since the pool holds one context plus a block, a lone sequence always fits, so the
 // scheduler cannot deadlock.
 //
+// Sequences in flight (see Sequence::in_flight) are left out of planning altogether; when a
+// sequence cannot grow and only in-flight sequences could give way, it waits a step instead.
+//
 // Not thread-safe: one owner (the engine loop). Sequences are owned by the caller and must
 // outlive their time in the scheduler.
 #pragma once
@@ -37,6 +40,10 @@ struct SchedulerConfig {
   int32_t max_seqs = 16;           // running sequences
   SchedulePolicy policy = SchedulePolicy::LPM;
   int64_t max_wait_steps = 64;  // aging bound for LPM
+  // Running sequences are decoded in this many turns: a step takes the decode tokens of at most
+  // 1 / decode_groups of them, so that a pipeline of that many stages has a group in each stage
+  // (the others are in flight). 1: every running sequence decodes every step.
+  int32_t decode_groups = 1;
 };
 
 // Tokens [begin, begin + n_tokens) of one sequence in the next forward pass.
@@ -100,6 +107,8 @@ class Scheduler {
   // The cached prefix that admitting seq would reuse (nothing when it wants its prompt logits).
   PrefixMatch match(const Sequence& seq) const;
   void preempt(Sequence* seq);
+  // Neither in flight nor stalled this step.
+  bool schedulable(const Sequence* seq) const;
   // Caches seq's computed tokens and releases its blocks, folding its block counters in.
   void release(Sequence* seq);
 
@@ -108,6 +117,7 @@ class Scheduler {
   std::vector<Sequence*> running_;  // admission order
   std::vector<Sequence*> waiting_;  // policy order after order_waiting()
   std::vector<Sequence*> preempted_this_step_;
+  std::vector<Sequence*> stalled_this_step_;  // could not grow: no tokens this step
   // Reused step after step (their capacity is kept): the plan and LPM's sort keys.
   StepPlan plan_;
   struct WaitingKey {

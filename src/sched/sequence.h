@@ -40,6 +40,9 @@ struct Sequence {
   // Every prompt position's logits are wanted: the prompt is computed from position 0 (the prefix
   // cache is not matched) and every row of its chunks produces logits.
   bool wants_prompt_logits = false;
+  // A step with this sequence's tokens was sent down a pipeline and its logits have not come back:
+  // the scheduler leaves it out of the next steps (no tokens, no growth, no preemption) until then.
+  bool in_flight = false;
 
   int32_t size() const { return static_cast<int32_t>(tokens.size()); }
   int32_t n_pending() const { return size() - n_computed; }

@@ -2,7 +2,8 @@
 //   mpirun -np N pipeline_mpi_test --arch A
 // every rank synthesizes the same tiny model of family A (deterministic: the same bytes on each);
 // ranks 1 .. N-1 hold their stages, rank 0 runs the tests below, each comparing engines on the
-// pipeline (with several micro-batch counts) with an engine that holds the whole model: tokens
+// pipeline (with several micro-batch counts, and as many decode steps in flight as there are
+// stages, each with its own group of sequences) with an engine that holds the whole model: tokens
 // equal, logits bit for bit, for greedy and seeded sampling, cache on and off, the shared-prefix
 // workloads of `bench workload`, fork, preemption in a small pool, and cancellation.
 #include <gtest/gtest.h>
@@ -152,6 +153,8 @@ TEST_F(PipelineTest, GreedyAndSeededCacheOnAndOff) {
       }
       EXPECT_TRUE(split->check_invariants().ok());
       EXPECT_EQ(split->stats().n_blocks_in_use, 0);
+      // Decode steps overlapped: one group of sequences in each stage.
+      EXPECT_EQ(split->stats().max_steps_in_flight, g_transport->size());
       if (cache) {
         EXPECT_GT(split->stats().n_blocks_acquired, 0);
       }

@@ -248,3 +248,54 @@ TEST(SchedulerTest, RandomWorkloadsAlwaysFinishWithoutLeaks) {
 
 }  // namespace
 }  // namespace trellis
+
+namespace trellis {
+namespace {
+
+// With decode_groups 2 (a two-stage pipeline), a step decodes half the running sequences; the
+// sequences in flight are left out (no tokens, no growth, never preempted) until they are back.
+TEST(SchedulerTest, InFlightSequencesSitOutAndGroupsTakeTurns) {
+  SchedulerConfig config{16, 4, SchedulePolicy::FCFS, 64};
+  config.decode_groups = 2;
+  Harness h(40, config);
+  for (int i = 0; i < 4; ++i) h.add(range(100 * (i + 1), 3));
+  h.step();  // all four prefilled (their first tokens appended)
+  StepPlan first = h.scheduler.plan();
+  ASSERT_EQ(first.chunks.size(), 2u);
+  for (const ScheduledChunk& c : first.chunks) c.seq->in_flight = true;
+  StepPlan second = h.scheduler.plan();
+  ASSERT_EQ(second.chunks.size(), 2u);
+  for (const ScheduledChunk& c : second.chunks) {
+    EXPECT_FALSE(c.seq->in_flight);
+    for (const ScheduledChunk& f : first.chunks) EXPECT_NE(c.seq, f.seq);
+    c.seq->in_flight = true;
+  }
+  EXPECT_TRUE(h.scheduler.plan().empty());  // everyone is in flight
+  for (const ScheduledChunk& c : first.chunks) c.seq->in_flight = false;
+  h.scheduler.complete(first);
+  StepPlan third = h.scheduler.plan();
+  ASSERT_EQ(third.chunks.size(), 0u);  // the first group has no new token yet (not sampled)
+}
+
+// A sequence that cannot grow while only in-flight sequences could give way waits instead of
+// preempting one of them.
+TEST(SchedulerTest, InFlightSequencesAreNeverPreempted) {
+  Harness h(2, SchedulerConfig{8, 2, SchedulePolicy::FCFS, 64});  // 2 blocks of 4 tokens
+  Sequence* a = h.add(range(100, 4));
+  Sequence* b = h.add(range(200, 4));
+  h.step();  // both prefilled into a block each; the tokens appended need a block more each
+  a->in_flight = true;  // `a` has a step in flight
+  const StepPlan& waiting = h.scheduler.plan();
+  EXPECT_TRUE(waiting.empty());  // b cannot grow and does not take a's blocks: it waits
+  EXPECT_TRUE(waiting.preempted.empty());
+  EXPECT_EQ(b->state, SequenceState::RUNNING);
+  a->in_flight = false;  // a is back: now the newest (b) gives way as usual
+  const StepPlan& after = h.scheduler.plan();
+  ASSERT_EQ(after.preempted.size(), 1u);
+  EXPECT_EQ(after.preempted[0], b);
+  ASSERT_EQ(after.chunks.size(), 1u);
+  EXPECT_EQ(after.chunks[0].seq, a);
+}
+
+}  // namespace
+}  // namespace trellis
