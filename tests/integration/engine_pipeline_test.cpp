@@ -1,0 +1,163 @@
+// The engine's side of a pipeline, without MPI: a pipeline of n "stages" in this process (it
+// computes a step when it is sent and hands its logits back when collected, so up to n steps are
+// in flight as over MPI). Outputs equal the plain engine's bit for bit with n steps in flight; a
+// stage failure ends every request with the error, refuses later submissions, releases every
+// block and is reported once. Runs under the sanitizers (the MPI tests cannot).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "model/model_presets.h"
+#include "model/synth_model.h"
+#include "test_support.h"
+
+namespace trellis {
+namespace {
+
+// Holds the whole model (local_layers: all) and computes each step as it is launched.
+class InProcessPipeline final : public Pipeline {
+ public:
+  InProcessPipeline(int n_stages, int fail_at_collect)
+      : n_stages_(n_stages), fail_at_collect_(fail_at_collect) {}
+
+  int n_stages() const override { return n_stages_; }
+  Result<LayerRange> local_layers(const GgufFile& file) override {
+    Result<std::unique_ptr<Model>> probe = Model::load(file);
+    if (!probe.ok()) return probe.error();
+    return LayerRange::all((*probe)->hparams().n_layer);
+  }
+  Status begin_engine(const PipelineSetup&) override { return {}; }
+  Status launch(const Model& model, const ForwardBatch& batch, KvStorage& kv, Workspace& ws,
+                ThreadPool& pool, std::vector<BlockCopy>& copies) override {
+    EXPECT_LT(static_cast<int>(in_flight_.size()), n_stages_) << "more steps in flight than stages";
+    copies.clear();  // made already, in the one storage
+    std::vector<float>& logits = in_flight_.emplace_back(
+        batch.output_rows.size() * static_cast<size_t>(model.hparams().n_vocab));
+    model.forward(batch, kv, ws, pool, logits.data());
+    return {};
+  }
+  Status collect(const Model&, float* logits) override {
+    if (in_flight_.empty()) return Error{"nothing in flight"};
+    if (fail_at_collect_ > 0 && ++n_collects_ >= fail_at_collect_)
+      return Error{"stage 1 stopped answering"};  // and never answers again
+    std::memcpy(logits, in_flight_.front().data(), in_flight_.front().size() * sizeof(float));
+    in_flight_.pop_front();
+    return {};
+  }
+  void end_engine() override {}
+  std::vector<StageStats> stage_stats() const override { return {}; }
+
+ private:
+  int n_stages_;
+  int fail_at_collect_;  // 0: never
+  int n_collects_ = 0;
+  std::deque<std::vector<float>> in_flight_;
+};
+
+const std::string& model_path() {
+  static const std::string path = [] {
+    std::string p = testing::temp_dir() + "/engine-pipeline.gguf";
+    SynthOptions options{*find_model_preset("tiny"), DType::Q8_0, 4, "", p, 1, false};
+    EXPECT_TRUE(synthesize_model(options).ok());
+    return p;
+  }();
+  return path;
+}
+
+EngineConfig config(Pipeline* pipeline) {
+  EngineConfig c;
+  c.n_threads = 1;
+  c.n_ctx = 192;
+  c.block_size = 16;
+  c.scheduler.max_seqs = 6;
+  c.scheduler.max_batch_tokens = 48;
+  c.pipeline = pipeline;
+  return c;
+}
+
+std::vector<EngineRequest> requests() {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<TokenId> token(3, 1000);
+  std::vector<TokenId> shared(30);
+  for (TokenId& t : shared) t = token(rng);
+  std::vector<EngineRequest> all;
+  for (int i = 0; i < 7; ++i) {
+    EngineRequest r;
+    r.prompt = shared;
+    for (int k = 0; k < 2 + 3 * i; ++k) r.prompt.push_back(token(rng));
+    r.max_tokens = 9;
+    r.ignore_eos = true;
+    r.return_logits = true;
+    r.sampling.temperature = i % 2 == 0 ? 0.0f : 0.7f;
+    r.sampling.seed = 77 + static_cast<uint64_t>(i);
+    all.push_back(r);
+  }
+  return all;
+}
+
+std::vector<RequestOutput> run_all(Engine& engine) {
+  std::vector<RequestHandle> handles;
+  for (const EngineRequest& r : requests()) {
+    Result<RequestHandle> h = engine.submit(r);
+    EXPECT_TRUE(h.ok());
+    if (h.ok()) handles.push_back(*h);
+  }
+  std::vector<RequestOutput> outputs;
+  for (RequestHandle& h : handles) outputs.push_back(h.wait());
+  return outputs;
+}
+
+TEST(EnginePipeline, StepsInFlightGiveTheSameOutputs) {
+  std::unique_ptr<Engine> plain = std::move(Engine::create(model_path(), config(nullptr)).value());
+  const std::vector<RequestOutput> expected = run_all(*plain);
+  EXPECT_EQ(plain->stats().max_steps_in_flight, 1);
+  for (int stages : {2, 3}) {
+    InProcessPipeline pipeline(stages, 0);
+    std::unique_ptr<Engine> split =
+        std::move(Engine::create(model_path(), config(&pipeline)).value());
+    const std::vector<RequestOutput> actual = run_all(*split);
+    ASSERT_EQ(actual.size(), expected.size());
+    for (size_t i = 0; i < actual.size(); ++i) {
+      EXPECT_EQ(actual[i].tokens, expected[i].tokens) << "request " << i << ", " << stages;
+      ASSERT_EQ(actual[i].logits.size(), expected[i].logits.size());
+      for (size_t t = 0; t < actual[i].logits.size(); ++t)
+        EXPECT_EQ(actual[i].logits[t], expected[i].logits[t]) << "request " << i << " token " << t;
+    }
+    EXPECT_EQ(split->stats().max_steps_in_flight, stages);
+    EXPECT_TRUE(split->check_invariants().ok());
+    EXPECT_EQ(split->stats().n_blocks_in_use, 0);
+  }
+}
+
+TEST(EnginePipeline, AFailedStageEndsEveryRequestAndTheEngine) {
+  InProcessPipeline pipeline(2, 6);
+  int failures = 0;
+  std::string why;
+  EngineConfig c = config(&pipeline);
+  c.on_failure = [&](const std::string& message) {
+    ++failures;
+    why = message;
+  };
+  std::unique_ptr<Engine> engine = std::move(Engine::create(model_path(), c).value());
+  for (const RequestOutput& out : run_all(*engine)) {
+    EXPECT_EQ(out.finish_reason, FinishReason::ERROR);
+    EXPECT_NE(out.error.find("stage 1 stopped answering"), std::string::npos) << out.error;
+  }
+  EXPECT_EQ(failures, 1);
+  EXPECT_NE(why.find("stage 1"), std::string::npos);
+  EXPECT_NE(engine->failure(), "");
+  Result<RequestHandle> later = engine->submit(requests()[0]);
+  ASSERT_FALSE(later.ok());
+  EXPECT_NE(later.error().message.find("the engine has stopped"), std::string::npos);
+  EXPECT_TRUE(engine->check_invariants().ok());
+  EXPECT_EQ(engine->stats().n_blocks_in_use, 0);
+}
+
+}  // namespace
+}  // namespace trellis
