@@ -530,7 +530,11 @@ void Engine::fail(const std::string& why) {
     first = failure_.empty();
     failure_ = why;
   }
-  if (first) std::fprintf(stderr, "error: %s; the engine stops\n", why.c_str());
+  if (first) {
+    std::fprintf(stderr, "error: %s; the engine stops\n", why.c_str());
+    // Told before any request ends: whoever waits on one sees the engine stopped.
+    if (on_failure_) on_failure_(why);
+  }
   // What was in flight never comes back: its sequences end below like the rest.
   for (; n_in_flight_ > 0; --n_in_flight_) {
     for (const ScheduledChunk& c : in_flight_[in_flight_head_].plan.chunks)
@@ -544,7 +548,6 @@ void Engine::fail(const std::string& why) {
   }
   cache_->flush();  // what the failed step wrote is not to be reused
   refresh_stats(0, 0);
-  if (first && on_failure_) on_failure_(why);
 }
 
 void Engine::refresh_stats(int64_t n_new_preemptions, double plan_ms) {
