@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "kernels/matmul_internal.h"
+#include "kernels/weight_pack.h"
 
 namespace trellis {
 namespace kernels_detail {
@@ -84,8 +85,10 @@ namespace kd = kernels_detail;
 namespace {
 
 // Output rows are handed to threads in multiples of this (the largest row tile of any variant),
-// so that a thread's range rarely ends in a partial tile.
+// so that a thread's range rarely ends in a partial tile; the packed layouts rely on it: a range
+// starts at a 16-row group (kQ4_0X16Rows).
 constexpr int64_t kRowGranule = 16;
+static_assert(kRowGranule % kQ4_0X16Rows == 0);
 
 }  // namespace
 
@@ -142,8 +145,14 @@ void matmul(KernelIsa isa, const WeightView& w, const float* x, int64_t n_tokens
     args.act = act;
   }
 
-  kd::RowKernel kernel = kd::table_kernel(table, w.type);
-  if (kernel == nullptr) kernel = kd::table_kernel(scalar, w.type);
+  kd::RowKernel kernel = nullptr;
+  if (w.layout == WeightLayout::Q4_0_X16) {
+    kernel = table.q4_0_x16;
+    assert(kernel != nullptr && "a packed matrix goes to the variant that packed it");
+  } else {
+    kernel = kd::table_kernel(table, w.type);
+    if (kernel == nullptr) kernel = kd::table_kernel(scalar, w.type);
+  }
   pool.parallel_for(w.n_out, kRowGranule,
                     [&](int64_t begin, int64_t end) { kernel(args, begin, end); });
 }

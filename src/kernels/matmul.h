@@ -16,11 +16,16 @@
 
 namespace trellis {
 
+// How a matrix's bytes are laid out: GGUF rows, or a kernel variant's packed layout (made at load
+// time by pack_weight, kernels/weight_pack.h, and read only by that variant).
+enum class WeightLayout { ROWS, Q4_0_X16 };
+
 struct WeightView {
   DType type;
-  const void* data;  // n_out rows of row_bytes(type, n_in) bytes
+  const void* data;  // n_out rows of row_bytes(type, n_in) bytes, or the packed layout
   int64_t n_in;      // row length: the reduction dimension
   int64_t n_out;     // number of rows: output features
+  WeightLayout layout = WeightLayout::ROWS;
 };
 
 // Scratch memory for quantized activations, reused across calls so the step loop does not
@@ -38,7 +43,7 @@ bool matmul_supports(DType type);
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* out, ThreadPool& pool,
             MatmulScratch& scratch);
 // The same with an explicit variant (tests and benchmarks); precondition:
-// kernel_isa_supported(isa).
+// kernel_isa_supported(isa), and a packed w was packed for isa (weight_packable(isa, ...)).
 void matmul(KernelIsa isa, const WeightView& w, const float* x, int64_t n_tokens, float* out,
             ThreadPool& pool, MatmulScratch& scratch);
 

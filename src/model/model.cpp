@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <string>
 
 #include "kernels/ops.h"
+#include "kernels/weight_pack.h"
 #include "quant/quant.h"
 
 namespace trellis {
@@ -189,7 +191,44 @@ Result<std::unique_ptr<Model>> Model::load(const GgufFile& file) {
   } else {
     model->output_ = model->token_embd_;  // tied embeddings
   }
+  model->pack_weights(file);
   return model;
+}
+
+std::vector<WeightView*> Model::matmul_weights() {
+  std::vector<WeightView*> views;
+  for (LayerWeights& layer : layers_) {
+    for (WeightView* w : {&layer.wq, &layer.wk, &layer.wv, &layer.wqkv, &layer.wo, &layer.w_gate,
+                          &layer.w_up, &layer.w_down}) {
+      if (w->n_out > 0) views.push_back(w);  // unbound views are left out
+    }
+  }
+  views.push_back(&output_);
+  return views;
+}
+
+void Model::pack_weights(const GgufFile& file) {
+  const KernelIsa isa = best_kernel_isa();
+  std::vector<WeightView*> packable;
+  size_t total = 0;
+  for (WeightView* w : matmul_weights()) {
+    if (!weight_packable(isa, *w)) continue;
+    packable.push_back(w);
+    total += packed_weight_bytes(*w);
+  }
+  if (packable.empty()) return;
+  packed_.reset(static_cast<uint8_t*>(std::aligned_alloc(kPackedWeightAlignment, total)));
+  if (packed_ == nullptr) return;  // no memory for a copy: the kernels read the rows as they are
+  uint8_t* dst = packed_.get();
+  for (WeightView* w : packable) {
+    const uint64_t rows_bytes = *row_bytes(w->type, w->n_in) * static_cast<uint64_t>(w->n_out);
+    const std::span<const uint8_t> rows(static_cast<const uint8_t*>(w->data), rows_bytes);
+    const size_t bytes = packed_weight_bytes(*w);
+    *w = pack_weight(isa, *w, dst);
+    dst += bytes;
+    // Released matrix by matrix, so that the peak holds one matrix twice, not the model.
+    file.release_pages(rows);
+  }
 }
 
 KvLayout Model::kv_layout(int32_t block_size, KvType type) const {

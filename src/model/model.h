@@ -15,6 +15,8 @@
 // rows asked for (Woutput: output.weight, or the embeddings when the file ties them).
 #pragma once
 
+#include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -77,7 +79,8 @@ class Workspace {
 class Model {
  public:
   // Binds the weights of `file`, which must outlive the model. Errors name the family and the
-  // first missing or malformed tensor or key.
+  // first missing or malformed tensor or key. Matrices that the active kernel variant reads
+  // faster in a layout of its own are repacked into memory the model owns (pack_weights).
   static Result<std::unique_ptr<Model>> load(const GgufFile& file);
 
   const ModelHParams& hparams() const { return hp_; }
@@ -101,6 +104,12 @@ class Model {
 
  private:
   Status bind_layer(const GgufFile& file, int64_t il, LayerWeights& layer) const;
+  // Every matrix that matmul reads (the embeddings are read by row lookup, not matmul).
+  std::vector<WeightView*> matmul_weights();
+  // Repacks the matmul weights that best_kernel_isa() has a packed layout for
+  // (kernels/weight_pack.h) into packed_, and drops the file's copies from resident memory, so
+  // that the model does not hold both.
+  void pack_weights(const GgufFile& file);
   // rope_freqs (llama) or rope_factors_short/long (phi3), when the file has them.
   Status bind_rope_factors(const GgufFile& file);
   void embed(const ForwardBatch& batch, Workspace& ws) const;
@@ -126,6 +135,10 @@ class Model {
   bool use_rope_long_ = false;
   std::vector<float> output_norm_;
   WeightView output_;  // token_embd_ when the file ties them
+  struct FreeBytes {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, FreeBytes> packed_;  // the packed matrices, back to back
 };
 
 }  // namespace trellis
