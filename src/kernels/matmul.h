@@ -7,7 +7,9 @@
 // of x hold, and whatever the thread count; only the ISA variant may change the bits.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "base/thread_pool.h"
@@ -46,5 +48,20 @@ void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* out, T
 // kernel_isa_supported(isa), and a packed w was packed for isa (weight_packable(isa, ...)).
 void matmul(KernelIsa isa, const WeightView& w, const float* x, int64_t n_tokens, float* out,
             ThreadPool& pool, MatmulScratch& scratch);
+
+// Several products of the same x (the q, k and v projections; the gate and up ones): x is
+// quantized once per activation format, and the rows of all the matrices are shared out among
+// the threads in one go, so that small matrices do not each pay for a round of the pool. The
+// results are those of one matmul per job. Preconditions: as matmul's for each job; every w has
+// the same n_in; at most kMaxMatmulJobs jobs.
+struct MatmulJob {
+  WeightView w;
+  float* out;  // n_tokens * w.n_out floats
+};
+inline constexpr size_t kMaxMatmulJobs = 4;
+void matmul_many(std::span<const MatmulJob> jobs, const float* x, int64_t n_tokens,
+                 ThreadPool& pool, MatmulScratch& scratch);
+void matmul_many(KernelIsa isa, std::span<const MatmulJob> jobs, const float* x, int64_t n_tokens,
+                 ThreadPool& pool, MatmulScratch& scratch);
 
 }  // namespace trellis

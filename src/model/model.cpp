@@ -316,9 +316,9 @@ void Model::project_qkv(const LayerWeights& layer, int32_t n_rows, Workspace& ws
     copy_columns(ws.qkv.data(), n_qkv, n_q, n_kv, n_rows, ws.k.data());
     copy_columns(ws.qkv.data(), n_qkv, n_q + n_kv, n_kv, n_rows, ws.v.data());
   } else {
-    matmul(layer.wq, ws.xn.data(), n_rows, ws.q.data(), pool, ws.matmul_scratch);
-    matmul(layer.wk, ws.xn.data(), n_rows, ws.k.data(), pool, ws.matmul_scratch);
-    matmul(layer.wv, ws.xn.data(), n_rows, ws.v.data(), pool, ws.matmul_scratch);
+    const MatmulJob jobs[] = {
+        {layer.wq, ws.q.data()}, {layer.wk, ws.k.data()}, {layer.wv, ws.v.data()}};
+    matmul_many(jobs, ws.xn.data(), n_rows, pool, ws.matmul_scratch);
   }
   if (arch_->qkv_bias) {
     add_bias(ws.q.data(), layer.bq, n_rows);
@@ -419,8 +419,8 @@ void Model::ffn_block(const LayerWeights& layer, int32_t n_rows, Workspace& ws,
                    static_cast<size_t>(n_ff) * 4);
     }
   } else {
-    matmul(layer.w_gate, ws.xn.data(), n_rows, ws.gate.data(), pool, ws.matmul_scratch);
-    matmul(layer.w_up, ws.xn.data(), n_rows, ws.up.data(), pool, ws.matmul_scratch);
+    const MatmulJob jobs[] = {{layer.w_gate, ws.gate.data()}, {layer.w_up, ws.up.data()}};
+    matmul_many(jobs, ws.xn.data(), n_rows, pool, ws.matmul_scratch);
   }
   if (arch_->ffn_activation == FfnActivation::GELU_TANH) {
     gelu_tanh_mul_row(ws.gate.data(), ws.up.data(), n_rows * n_ff);
