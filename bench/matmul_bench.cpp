@@ -54,14 +54,14 @@ void run(benchmark::State& state, DType type, int64_t n_out, int64_t n_in, int64
          int n_threads, bool packed) {
   const auto w = make_weights(type, n_out, n_in);
   WeightView view{type, w.data(), n_in, n_out};
-  std::unique_ptr<uint8_t, decltype(&std::free)> packed_bytes(nullptr, &std::free);
+  PackedBytes packed_bytes;
   if (packed) {
     if (!weight_packable(best_kernel_isa(), view)) {
       state.SkipWithError("no packed layout for this type and variant");
       return;
     }
     const size_t bytes = packed_weight_bytes(view);
-    packed_bytes.reset(static_cast<uint8_t*>(std::aligned_alloc(kPackedWeightAlignment, bytes)));
+    packed_bytes = allocate_packed_bytes(bytes);
     view = pack_weight(best_kernel_isa(), view, packed_bytes.get());
   }
   std::vector<float> x(static_cast<size_t>(n_tokens * n_in));

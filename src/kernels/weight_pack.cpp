@@ -2,6 +2,8 @@
 // at load time, at memory speed, and its output is the same on every CPU.
 #include "kernels/weight_pack.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cassert>
 #include <cstring>
@@ -37,6 +39,16 @@ void pack_q4_0_x16(const WeightView& w, uint8_t* dst) {
 }
 
 }  // namespace
+
+PackedBytes allocate_packed_bytes(size_t bytes) {
+  constexpr size_t kHugePage = size_t{2} << 20;
+  const size_t alignment = bytes >= kHugePage ? kHugePage : kPackedWeightAlignment;
+  const size_t rounded = (bytes + alignment - 1) / alignment * alignment;  // aligned_alloc's rule
+  PackedBytes buffer(static_cast<uint8_t*>(std::aligned_alloc(alignment, rounded)));
+  // Only advice: without huge pages the buffer works the same, a little slower.
+  if (buffer != nullptr && alignment == kHugePage) ::madvise(buffer.get(), rounded, MADV_HUGEPAGE);
+  return buffer;
+}
 
 bool weight_packable(KernelIsa isa, const WeightView& w) {
   return isa == KernelIsa::AVX512 && w.layout == WeightLayout::ROWS && w.type == DType::Q4_0 &&

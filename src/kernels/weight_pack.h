@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 
 #include "kernels/kernel_isa.h"
 #include "kernels/matmul.h"
@@ -15,6 +17,15 @@ namespace trellis {
 
 // Packed matrices start on this boundary (the kernel's vector loads are then aligned).
 inline constexpr size_t kPackedWeightAlignment = 64;
+
+// Memory for packed matrices, aligned to kPackedWeightAlignment; null when there is none. Large
+// buffers are aligned to, and asked to be backed by, huge pages: decode streams every weight once
+// per token, and with 4 KiB pages that is a TLB miss every 4 KiB.
+struct PackedBytesFree {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+using PackedBytes = std::unique_ptr<uint8_t, PackedBytesFree>;
+PackedBytes allocate_packed_bytes(size_t bytes);
 
 // Whether `isa` has a packed layout for w (a GGUF-row view), i.e. whether pack_weight applies.
 bool weight_packable(KernelIsa isa, const WeightView& w);

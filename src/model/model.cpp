@@ -217,7 +217,7 @@ void Model::pack_weights(const GgufFile& file) {
     total += packed_weight_bytes(*w);
   }
   if (packable.empty()) return;
-  packed_.reset(static_cast<uint8_t*>(std::aligned_alloc(kPackedWeightAlignment, total)));
+  packed_ = allocate_packed_bytes(total);
   if (packed_ == nullptr) return;  // no memory for a copy: the kernels read the rows as they are
   uint8_t* dst = packed_.get();
   for (WeightView* w : packable) {

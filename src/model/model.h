@@ -15,8 +15,6 @@
 // rows asked for (Woutput: output.weight, or the embeddings when the file ties them).
 #pragma once
 
-#include <cstdint>
-#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -26,6 +24,7 @@
 #include "gguf/gguf_file.h"
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
+#include "kernels/weight_pack.h"
 #include "kv/kv_storage.h"
 #include "model/architecture.h"
 #include "model/model_hparams.h"
@@ -134,11 +133,8 @@ class Model {
   std::vector<float> rope_long_;
   bool use_rope_long_ = false;
   std::vector<float> output_norm_;
-  WeightView output_;  // token_embd_ when the file ties them
-  struct FreeBytes {
-    void operator()(uint8_t* p) const { std::free(p); }
-  };
-  std::unique_ptr<uint8_t, FreeBytes> packed_;  // the packed matrices, back to back
+  WeightView output_;   // token_embd_ when the file ties them
+  PackedBytes packed_;  // the packed matrices, back to back
 };
 
 }  // namespace trellis

@@ -22,10 +22,7 @@
 namespace trellis {
 namespace {
 
-struct FreeDeleter {
-  void operator()(uint8_t* p) const { std::free(p); }
-};
-using AlignedBytes = std::unique_ptr<uint8_t, FreeDeleter>;
+using AlignedBytes = PackedBytes;
 
 // Random Q4_0 rows: every code pattern, scales of either sign.
 std::vector<uint8_t> random_q4_0(int64_t n_out, int64_t n_in, std::mt19937& rng) {
@@ -54,7 +51,7 @@ std::vector<float> random_activations(int64_t n_tokens, int64_t n_in, std::mt199
 
 AlignedBytes pack(const WeightView& rows, WeightView& packed) {
   const size_t bytes = packed_weight_bytes(rows);
-  AlignedBytes storage(static_cast<uint8_t*>(std::aligned_alloc(kPackedWeightAlignment, bytes)));
+  AlignedBytes storage = allocate_packed_bytes(bytes);
   packed = pack_weight(KernelIsa::AVX512, rows, storage.get());
   return storage;
 }
