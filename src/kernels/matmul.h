@@ -22,11 +22,12 @@ namespace trellis {
 // time by pack_weight, kernels/weight_pack.h, and read only by that variant).
 enum class WeightLayout { ROWS, Q4_0_X16 };
 
+// Default-constructed: unbound (no rows).
 struct WeightView {
-  DType type;
-  const void* data;  // n_out rows of row_bytes(type, n_in) bytes, or the packed layout
-  int64_t n_in;      // row length: the reduction dimension
-  int64_t n_out;     // number of rows: output features
+  DType type = DType::F32;
+  const void* data = nullptr;  // n_out rows of row_bytes(type, n_in) bytes, or the packed layout
+  int64_t n_in = 0;            // row length: the reduction dimension
+  int64_t n_out = 0;           // number of rows: output features
   WeightLayout layout = WeightLayout::ROWS;
 };
 
