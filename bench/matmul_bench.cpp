@@ -1,18 +1,23 @@
 // Matmul throughput per weight type on TinyLlama-shaped matrices (n_out x n_in): 2048x2048
 // (attention), 5632x2048 (FFN gate/up), 2048x5632 (FFN down); decode (1 token) and prefill (64
 // tokens); 1 and 2 threads; the best ISA variant. Counters: GFLOP/s (2 flops per weight per
-// token) and GB/s (weight bytes read per call; decode is bound by this one).
+// token) and GB/s (weight bytes read per call; decode is bound by this one). q4_0_packed: Q4_0 in
+// the layout the best variant packs it to at model load, where it has one (kernels/weight_pack.h).
 //   build-kernels/bench/matmul_bench --benchmark_filter='q4_0/.*' --benchmark_min_time=0.2
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/thread_pool.h"
 #include "kernels/matmul.h"
+#include "kernels/weight_pack.h"
 #include "quant/half.h"
 #include "quant/quant.h"
 
@@ -43,9 +48,22 @@ std::vector<uint8_t> make_weights(DType type, int64_t n_out, int64_t n_in) {
   return bytes;
 }
 
+// `packed`: the matrix in the layout best_kernel_isa() packs it to at model load, as the model
+// runs it (kernels/weight_pack.h); the benchmark is skipped where there is none.
 void run(benchmark::State& state, DType type, int64_t n_out, int64_t n_in, int64_t n_tokens,
-         int n_threads) {
+         int n_threads, bool packed) {
   const auto w = make_weights(type, n_out, n_in);
+  WeightView view{type, w.data(), n_in, n_out};
+  PackedBytes packed_bytes;
+  if (packed) {
+    if (!weight_packable(best_kernel_isa(), view)) {
+      state.SkipWithError("no packed layout for this type and variant");
+      return;
+    }
+    const size_t bytes = packed_weight_bytes(view);
+    packed_bytes = allocate_packed_bytes(bytes);
+    view = pack_weight(best_kernel_isa(), view, packed_bytes.get());
+  }
   std::vector<float> x(static_cast<size_t>(n_tokens * n_in));
   std::mt19937 rng(2);
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
@@ -53,7 +71,6 @@ void run(benchmark::State& state, DType type, int64_t n_out, int64_t n_in, int64
   std::vector<float> out(static_cast<size_t>(n_tokens * n_out));
   ThreadPool pool(n_threads);
   MatmulScratch scratch;
-  const WeightView view{type, w.data(), n_in, n_out};
   for (auto _ : state) {
     matmul(view, x.data(), n_tokens, out.data(), pool, scratch);
     benchmark::DoNotOptimize(out.data());
@@ -73,17 +90,24 @@ const int kRegistered = [] {
                          DType::Q4_K, DType::Q6_K, DType::Q5_K, DType::Q4_1,
                          DType::Q5_0, DType::Q5_1, DType::BF16};
   const int64_t shapes[][2] = {{2048, 2048}, {5632, 2048}, {2048, 5632}};  // n_out, n_in
-  for (DType type : types) {
+  // (type, packed): the Q4_0 matrices also as the AVX512 variant packs them.
+  std::vector<std::pair<DType, bool>> variants;
+  for (DType type : types) variants.emplace_back(type, false);
+  variants.emplace_back(DType::Q4_0, true);
+  for (const auto& variant : variants) {
+    const DType type = variant.first;
+    const bool packed = variant.second;
     for (const auto& shape : shapes) {
       for (int64_t n_tokens : {1, 64}) {
         for (int n_threads : {1, 2}) {
-          const std::string name = std::string(dtype_name(type)) + "/" + std::to_string(shape[0]) +
-                                   "x" + std::to_string(shape[1]) +
+          const std::string name = std::string(dtype_name(type)) + (packed ? "_packed" : "") + "/" +
+                                   std::to_string(shape[0]) + "x" + std::to_string(shape[1]) +
                                    "/tokens:" + std::to_string(n_tokens) +
                                    "/threads:" + std::to_string(n_threads);
           benchmark::RegisterBenchmark(name.c_str(),
                                        [=](benchmark::State& state) {
-                                         run(state, type, shape[0], shape[1], n_tokens, n_threads);
+                                         run(state, type, shape[0], shape[1], n_tokens, n_threads,
+                                             packed);
                                        })
               ->UseRealTime()
               ->Unit(benchmark::kMicrosecond);

@@ -35,6 +35,17 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
   return file;
 }
 
+void MappedFile::release(std::span<const uint8_t> range) const {
+  if (range.empty()) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(range.data());
+  const uintptr_t first = (begin + page - 1) / page * page;
+  const uintptr_t last = (begin + range.size()) / page * page;
+  // Read-only private pages never written: dropping them loses nothing (a failure loses nothing
+  // either, so it is ignored).
+  if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 MappedFile::MappedFile(MappedFile&& other) noexcept {
   *this = std::move(other);
 }

@@ -23,6 +23,10 @@ class MappedFile {
   ~MappedFile();
 
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
+  // Drops the whole pages inside `range` (a part of bytes()) from this process's resident memory:
+  // for data the process has copied elsewhere. They stay readable (touching them reads the file
+  // again), so this is only a hint about memory, never about contents.
+  void release(std::span<const uint8_t> range) const;
   const std::string& path() const { return path_; }
 
  private:

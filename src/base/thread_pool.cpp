@@ -16,9 +16,11 @@ namespace trellis {
 namespace {
 
 constexpr int kSpinIterations = 1 << 14;  // roughly tens of microseconds before sleeping
-// Enough chunks to even out uneven work (causal attention rows grow in cost) and threads that
-// start late; few enough that claiming them stays cheap.
-constexpr int kChunksPerThread = 16;
+// A chunk is 1 / (kGuidedShare * threads) of the items left (at least one granule): the first
+// chunks are large (few claims), the last ones a single granule, so a thread that runs out of
+// work waits at most about one granule for the others; a share of a half per thread leaves
+// enough chunks to even out uneven work (causal attention rows grow in cost) and late starters.
+constexpr int64_t kGuidedShare = 2;
 
 constexpr uint64_t generation_of(uint64_t state) {
   return state >> 40;
@@ -53,51 +55,54 @@ void ThreadPool::parallel_chunks(int64_t n_items, int64_t granule,
                                  FunctionRef<void(int, int64_t, int64_t)> task) {
   assert(granule >= 1);
   if (n_items <= 0) return;
-  const int64_t n_units = (n_items + granule - 1) / granule;
-  const int64_t units_per_chunk =
-      std::max<int64_t>(1, n_units / (static_cast<int64_t>(n_threads_) * kChunksPerThread));
-  int64_t chunk_items = units_per_chunk * granule;
-  int64_t n_chunks = (n_items + chunk_items - 1) / chunk_items;
-  if (n_threads_ == 1 || n_chunks == 1) {
+  int64_t unit_items = granule;
+  int64_t n_units = (n_items + unit_items - 1) / unit_items;
+  if (n_units > kMaxUnits) {
+    unit_items = (n_items + kMaxUnits - 1) / kMaxUnits;
+    unit_items = (unit_items + granule - 1) / granule * granule;
+    n_units = (n_items + unit_items - 1) / unit_items;
+  }
+  if (n_threads_ == 1 || n_units == 1) {
     task(0, 0, n_items);
     return;
   }
-  if (n_chunks > kMaxChunks) {
-    chunk_items = (n_items + kMaxChunks - 1) / kMaxChunks;
-    chunk_items = (chunk_items + granule - 1) / granule * granule;
-    n_chunks = (n_items + chunk_items - 1) / chunk_items;
-  }
   task_ = &task;
   n_items_ = n_items;
-  chunk_items_ = chunk_items;
-  done_chunks_.store(0, std::memory_order_relaxed);
+  unit_items_ = unit_items;
+  done_units_.store(0, std::memory_order_relaxed);
   const uint64_t generation = (++generation_) & ((uint64_t{1} << 24) - 1);
-  state_.store((generation << 40) | static_cast<uint64_t>(n_chunks), std::memory_order_release);
+  state_.store((generation << 40) | static_cast<uint64_t>(n_units), std::memory_order_release);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (sleepers_ > 0) wake_.notify_all();
   }
   work(0, generation);
   // Only chunks someone claimed are outstanding; a worker that never woke up holds none.
-  while (done_chunks_.load(std::memory_order_acquire) != n_chunks) TRELLIS_CPU_RELAX();
+  while (done_units_.load(std::memory_order_acquire) != n_units) TRELLIS_CPU_RELAX();
   task_ = nullptr;
+}
+
+int64_t ThreadPool::chunk_units(uint64_t next, uint64_t n_units) const {
+  const auto left = static_cast<int64_t>(n_units - next);
+  return std::max<int64_t>(1, left / (kGuidedShare * n_threads_));
 }
 
 void ThreadPool::work(int thread, uint64_t generation) {
   uint64_t state = state_.load(std::memory_order_acquire);
   for (;;) {
-    const uint64_t next = (state >> kChunkBits) & kChunkMask;
-    const uint64_t count = state & kChunkMask;
-    if (generation_of(state) != generation || next >= count) return;
-    if (!state_.compare_exchange_weak(state, state + (uint64_t{1} << kChunkBits),
+    const uint64_t next = (state >> kUnitBits) & kUnitMask;
+    const uint64_t n_units = state & kUnitMask;
+    if (generation_of(state) != generation || next >= n_units) return;
+    const int64_t units = chunk_units(next, n_units);
+    if (!state_.compare_exchange_weak(state, state + (static_cast<uint64_t>(units) << kUnitBits),
                                       std::memory_order_acq_rel, std::memory_order_acquire)) {
       continue;  // `state` was reloaded
     }
-    // Chunk `next` is ours: the job cannot change until it is marked done.
-    const int64_t begin = static_cast<int64_t>(next) * chunk_items_;
-    const int64_t end = std::min(n_items_, begin + chunk_items_);
+    // These units are ours: the job cannot change until they are marked done.
+    const auto begin = static_cast<int64_t>(next) * unit_items_;
+    const int64_t end = std::min(n_items_, begin + units * unit_items_);
     (*task_)(thread, begin, end);
-    done_chunks_.fetch_add(1, std::memory_order_release);
+    done_units_.fetch_add(units, std::memory_order_release);
     state = state_.load(std::memory_order_acquire);
   }
 }

@@ -3,8 +3,10 @@
 //
 // Work is claimed dynamically, chunk by chunk, and the caller takes part: when a worker is slow to
 // wake (another process holds its core) the caller simply does more chunks instead of waiting for
-// it. Which thread runs which chunk therefore depends on timing, so a task must compute each item
-// the same way whoever runs it and whatever chunk it falls in (the kernels' batch invariance).
+// it. Chunks shrink as the work runs out (guided scheduling: each claims a share of what is left),
+// so that the threads finish close together without paying for many small claims. Which thread
+// runs which chunk therefore depends on timing, so a task must compute each item the same way
+// whoever runs it and whatever chunk it falls in (the kernels' batch invariance).
 // Workers spin briefly between tasks (decode steps come in quick succession), then sleep.
 #pragma once
 
@@ -51,27 +53,31 @@ class ThreadPool {
   static int default_thread_count();
 
  private:
-  // The shared state packs the job's generation, the next unclaimed chunk and the chunk count:
-  //   bits 63..40 generation | bits 39..20 next chunk | bits 19..0 chunk count
-  static constexpr int kChunkBits = 20;
-  static constexpr uint64_t kChunkMask = (1u << kChunkBits) - 1;
-  static constexpr int64_t kMaxChunks = kChunkMask;
+  // The shared state packs the job's generation, the first unclaimed unit and the unit count (a
+  // unit: unit_items_ consecutive items, a multiple of the granule):
+  //   bits 63..40 generation | bits 39..20 next unit | bits 19..0 unit count
+  // so that a claim reads nothing else before it succeeds.
+  static constexpr int kUnitBits = 20;
+  static constexpr uint64_t kUnitMask = (1u << kUnitBits) - 1;
+  static constexpr int64_t kMaxUnits = kUnitMask;
 
   void worker_loop(int index);
   // Claims and runs chunks of generation `generation` until none is left.
   void work(int thread, uint64_t generation);
+  // The units of the chunk that starts at unit `next` of `n_units`.
+  int64_t chunk_units(uint64_t next, uint64_t n_units) const;
 
   int n_threads_;
   std::vector<std::thread> workers_;
   std::atomic<uint64_t> state_{0};
-  std::atomic<int64_t> done_chunks_{0};
+  std::atomic<int64_t> done_units_{0};
   std::atomic<bool> stopping_{false};
   uint64_t generation_ = 0;  // the caller's count of jobs (only the caller touches it)
   // The current job; written by the caller before publishing a new generation, read by a thread
   // only while it holds an unfinished chunk of that generation (so the job cannot change).
   FunctionRef<void(int, int64_t, int64_t)>* task_ = nullptr;
   int64_t n_items_ = 0;
-  int64_t chunk_items_ = 0;
+  int64_t unit_items_ = 1;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   int sleepers_ = 0;  // guarded by mutex_

@@ -308,6 +308,10 @@ Result<GgufFile> GgufFile::open(const std::string& path) {
   return file;
 }
 
+void GgufFile::release_pages(std::span<const uint8_t> bytes) const {
+  if (mapping_ != nullptr) mapping_->release(bytes);
+}
+
 Result<GgufFile> GgufFile::parse(std::span<const uint8_t> bytes, const std::string& name) {
   GgufFile file;
   file.name_ = name;

@@ -76,6 +76,10 @@ class GgufFile {
   const std::vector<GgufTensor>& tensors() const { return tensors_; }
   const GgufTensor* find_tensor(std::string_view name) const;
 
+  // Drops the whole pages of `bytes` (inside the file) from resident memory when the file is
+  // mapped (MappedFile::release); caller-owned bytes are left alone.
+  void release_pages(std::span<const uint8_t> bytes) const;
+
  private:
   Error error(std::string_view what) const;
 

@@ -4,10 +4,12 @@
 // on one thread) and the tiling never change a result's bits.
 #include "kernels/matmul.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cstring>
 
 #include "kernels/matmul_internal.h"
+#include "kernels/weight_pack.h"
 
 namespace trellis {
 namespace kernels_detail {
@@ -84,8 +86,10 @@ namespace kd = kernels_detail;
 namespace {
 
 // Output rows are handed to threads in multiples of this (the largest row tile of any variant),
-// so that a thread's range rarely ends in a partial tile.
+// so that a thread's range rarely ends in a partial tile; the packed layouts rely on it: a range
+// starts at a 16-row group (kQ4_0X16Rows).
 constexpr int64_t kRowGranule = 16;
+static_assert(kRowGranule % kQ4_0X16Rows == 0);
 
 }  // namespace
 
@@ -105,47 +109,110 @@ void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* out, T
 
 void matmul(KernelIsa isa, const WeightView& w, const float* x, int64_t n_tokens, float* out,
             ThreadPool& pool, MatmulScratch& scratch) {
-  assert(matmul_supports(w.type));
-  assert(kernel_isa_supported(isa));
-  assert(n_tokens >= 0 && w.n_out >= 0 && w.n_in >= 0);
-  if (n_tokens == 0 || w.n_out == 0) return;
-  const kd::KernelTable& table = kd::isa_table(isa);
+  const MatmulJob job{w, out};
+  matmul_many(isa, std::span<const MatmulJob>(&job, 1), x, n_tokens, pool, scratch);
+}
+
+void matmul_many(std::span<const MatmulJob> jobs, const float* x, int64_t n_tokens,
+                 ThreadPool& pool, MatmulScratch& scratch) {
+  matmul_many(best_kernel_isa(), jobs, x, n_tokens, pool, scratch);
+}
+
+namespace {
+
+int64_t round_up_to_granule(int64_t n) {
+  return (n + kRowGranule - 1) / kRowGranule * kRowGranule;
+}
+
+kd::RowKernel pick_kernel(const kd::KernelTable& table, const WeightView& w) {
+  if (w.layout == WeightLayout::Q4_0_X16) {
+    assert(table.q4_0_x16 != nullptr && "a packed matrix goes to the variant that packed it");
+    return table.q4_0_x16;
+  }
+  kd::RowKernel kernel = kd::table_kernel(table, w.type);
+  return kernel != nullptr ? kernel : kd::table_kernel(kd::scalar_kernels(), w.type);
+}
+
+kd::ActQuantizer pick_quantizer(const kd::KernelTable& table, kd::ActFormat format) {
   const kd::KernelTable& scalar = kd::scalar_kernels();
+  if (format == kd::ActFormat::Q8_0)
+    return table.quantize_q8_0 ? table.quantize_q8_0 : scalar.quantize_q8_0;
+  return table.quantize_q8_k ? table.quantize_q8_k : scalar.quantize_q8_k;
+}
 
-  kd::MatmulArgs args{};
-  args.type = w.type;
-  args.w = static_cast<const uint8_t*>(w.data);
-  args.w_row_bytes = static_cast<size_t>(row_bytes(w.type, w.n_in).value());
-  args.n_in = w.n_in;
-  args.n_tokens = n_tokens;
-  args.out = out;
-  args.n_out = w.n_out;
+}  // namespace
 
-  const kd::ActFormat format = kd::act_format(w.type);
-  args.act_row_bytes = kd::act_row_bytes(format, w.n_in);
-  if (format == kd::ActFormat::F32) {
-    args.act = reinterpret_cast<const uint8_t*>(x);
-  } else {
-    // Quantize each token row once, in parallel over tokens (rows are independent).
-    uint8_t* act = scratch.get(args.act_row_bytes * static_cast<size_t>(n_tokens));
-    kd::ActQuantizer quantize =
-        format == kd::ActFormat::Q8_0
-            ? (table.quantize_q8_0 ? table.quantize_q8_0 : scalar.quantize_q8_0)
-            : (table.quantize_q8_k ? table.quantize_q8_k : scalar.quantize_q8_k);
-    const size_t row_bytes_act = args.act_row_bytes;
-    const int64_t n_in = w.n_in;
+void matmul_many(KernelIsa isa, std::span<const MatmulJob> jobs, const float* x, int64_t n_tokens,
+                 ThreadPool& pool, MatmulScratch& scratch) {
+  assert(kernel_isa_supported(isa));
+  assert(jobs.size() <= kMaxMatmulJobs);
+  assert(n_tokens >= 0);
+  if (n_tokens == 0 || jobs.empty()) return;
+  const kd::KernelTable& table = kd::isa_table(isa);
+  const int64_t n_in = jobs[0].w.n_in;
+
+  // The activations in each format some job needs, quantized once into the scratch (one format
+  // after the other), each token row in parallel (rows are independent).
+  constexpr int kFormats = 3;
+  size_t act_offset[kFormats] = {};
+  bool needed[kFormats] = {};
+  size_t act_bytes = 0;
+  for (const MatmulJob& job : jobs) {
+    assert(matmul_supports(job.w.type));
+    assert(job.w.n_in == n_in && job.w.n_out >= 0);
+    const kd::ActFormat format = kd::act_format(job.w.type);
+    const auto f = static_cast<int>(format);
+    if (format == kd::ActFormat::F32 || needed[f]) continue;
+    needed[f] = true;
+    act_offset[f] = act_bytes;
+    act_bytes += kd::act_row_bytes(format, n_in) * static_cast<size_t>(n_tokens);
+  }
+  uint8_t* act = act_bytes > 0 ? scratch.get(act_bytes) : nullptr;
+  for (kd::ActFormat format : {kd::ActFormat::Q8_0, kd::ActFormat::Q8_K}) {
+    const auto f = static_cast<int>(format);
+    if (!needed[f]) continue;
+    const kd::ActQuantizer quantize = pick_quantizer(table, format);
+    const size_t row_bytes_act = kd::act_row_bytes(format, n_in);
+    uint8_t* out = act + act_offset[f];
     pool.parallel_for(n_tokens, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t) {
-        quantize(x + t * n_in, act + static_cast<size_t>(t) * row_bytes_act, n_in);
-      }
+      for (int64_t t = begin; t < end; ++t)
+        quantize(x + t * n_in, out + static_cast<size_t>(t) * row_bytes_act, n_in);
     });
-    args.act = act;
   }
 
-  kd::RowKernel kernel = kd::table_kernel(table, w.type);
-  if (kernel == nullptr) kernel = kd::table_kernel(scalar, w.type);
-  pool.parallel_for(w.n_out, kRowGranule,
-                    [&](int64_t begin, int64_t end) { kernel(args, begin, end); });
+  // The jobs' rows, one after the other, each starting on a granule (so that a thread's range
+  // starts on a tile of its matrix): job j owns [first_row[j], first_row[j] + n_out).
+  kd::MatmulArgs args[kMaxMatmulJobs];
+  kd::RowKernel kernels[kMaxMatmulJobs];
+  int64_t first_row[kMaxMatmulJobs];
+  int64_t n_rows = 0;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const WeightView& w = jobs[j].w;
+    kd::MatmulArgs& a = args[j];
+    a = kd::MatmulArgs{};
+    a.type = w.type;
+    a.w = static_cast<const uint8_t*>(w.data);
+    a.w_row_bytes = static_cast<size_t>(row_bytes(w.type, w.n_in).value());
+    a.n_in = n_in;
+    a.n_tokens = n_tokens;
+    a.out = jobs[j].out;
+    a.n_out = w.n_out;
+    const kd::ActFormat format = kd::act_format(w.type);
+    a.act_row_bytes = kd::act_row_bytes(format, n_in);
+    a.act = format == kd::ActFormat::F32 ? reinterpret_cast<const uint8_t*>(x)
+                                         : act + act_offset[static_cast<int>(format)];
+    kernels[j] = pick_kernel(table, w);
+    first_row[j] = n_rows;
+    n_rows += round_up_to_granule(w.n_out);
+  }
+  if (n_rows == 0) return;
+  pool.parallel_for(n_rows, kRowGranule, [&](int64_t begin, int64_t end) {
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      const int64_t row_begin = std::max(begin, first_row[j]) - first_row[j];
+      const int64_t row_end = std::min(end - first_row[j], args[j].n_out);
+      if (row_begin < row_end) kernels[j](args[j], row_begin, row_end);
+    }
+  });
 }
 
 }  // namespace trellis

@@ -7,7 +7,9 @@
 // of x hold, and whatever the thread count; only the ISA variant may change the bits.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "base/thread_pool.h"
@@ -16,11 +18,17 @@
 
 namespace trellis {
 
+// How a matrix's bytes are laid out: GGUF rows, or a kernel variant's packed layout (made at load
+// time by pack_weight, kernels/weight_pack.h, and read only by that variant).
+enum class WeightLayout { ROWS, Q4_0_X16 };
+
+// Default-constructed: unbound (no rows).
 struct WeightView {
-  DType type;
-  const void* data;  // n_out rows of row_bytes(type, n_in) bytes
-  int64_t n_in;      // row length: the reduction dimension
-  int64_t n_out;     // number of rows: output features
+  DType type = DType::F32;
+  const void* data = nullptr;  // n_out rows of row_bytes(type, n_in) bytes, or the packed layout
+  int64_t n_in = 0;            // row length: the reduction dimension
+  int64_t n_out = 0;           // number of rows: output features
+  WeightLayout layout = WeightLayout::ROWS;
 };
 
 // Scratch memory for quantized activations, reused across calls so the step loop does not
@@ -38,8 +46,23 @@ bool matmul_supports(DType type);
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* out, ThreadPool& pool,
             MatmulScratch& scratch);
 // The same with an explicit variant (tests and benchmarks); precondition:
-// kernel_isa_supported(isa).
+// kernel_isa_supported(isa), and a packed w was packed for isa (weight_packable(isa, ...)).
 void matmul(KernelIsa isa, const WeightView& w, const float* x, int64_t n_tokens, float* out,
             ThreadPool& pool, MatmulScratch& scratch);
+
+// Several products of the same x (the q, k and v projections; the gate and up ones): x is
+// quantized once per activation format, and the rows of all the matrices are shared out among
+// the threads in one go, so that small matrices do not each pay for a round of the pool. The
+// results are those of one matmul per job. Preconditions: as matmul's for each job; every w has
+// the same n_in; at most kMaxMatmulJobs jobs.
+struct MatmulJob {
+  WeightView w;
+  float* out;  // n_tokens * w.n_out floats
+};
+inline constexpr size_t kMaxMatmulJobs = 4;
+void matmul_many(std::span<const MatmulJob> jobs, const float* x, int64_t n_tokens,
+                 ThreadPool& pool, MatmulScratch& scratch);
+void matmul_many(KernelIsa isa, std::span<const MatmulJob> jobs, const float* x, int64_t n_tokens,
+                 ThreadPool& pool, MatmulScratch& scratch);
 
 }  // namespace trellis

@@ -96,8 +96,8 @@ size_t act_row_bytes(ActFormat format, int64_t n_in);
 // Everything a row kernel needs. Output element (t, o) is out[t * n_out + o].
 struct MatmulArgs {
   DType type;
-  const uint8_t* w;  // n_out rows of w_row_bytes
-  size_t w_row_bytes;
+  const uint8_t* w;    // n_out rows of w_row_bytes, or a packed layout (kernels/weight_pack.h)
+  size_t w_row_bytes;  // of the GGUF rows, whatever the layout
   int64_t n_in;
   const uint8_t* act;  // n_tokens rows of act_row_bytes: f32 x, or ActQ8_0 / ActQ8_K blocks
   size_t act_row_bytes;
@@ -122,6 +122,9 @@ struct KernelTable {
   RowKernel f32 = nullptr, f16 = nullptr, bf16 = nullptr;
   RowKernel q4_0 = nullptr, q4_1 = nullptr, q5_0 = nullptr, q5_1 = nullptr, q8_0 = nullptr;
   RowKernel q2_k = nullptr, q3_k = nullptr, q4_k = nullptr, q5_k = nullptr, q6_k = nullptr;
+  // Packed layouts (kernels/weight_pack.h): only the variant that packs has an entry, and it has
+  // no scalar fallback (a packed matrix is never handed to another variant).
+  RowKernel q4_0_x16 = nullptr;
   ActQuantizer quantize_q8_0 = nullptr, quantize_q8_k = nullptr;
   // Attention, for head sizes that are multiples of attend_head_dim_multiple and at most
   // attend_max_head_dim (other sizes, or a null entry, take the scalar kernel).

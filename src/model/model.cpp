@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <string>
 
 #include "kernels/ops.h"
+#include "kernels/weight_pack.h"
 #include "quant/quant.h"
 
 namespace trellis {
@@ -201,7 +203,44 @@ Result<std::unique_ptr<Model>> Model::load(const GgufFile& file, const LayerRang
   } else {
     model->output_ = model->token_embd_;  // tied embeddings
   }
+  model->pack_weights(file);
   return model;
+}
+
+std::vector<WeightView*> Model::matmul_weights() {
+  std::vector<WeightView*> views;
+  for (LayerWeights& layer : layers_) {
+    for (WeightView* w : {&layer.wq, &layer.wk, &layer.wv, &layer.wqkv, &layer.wo, &layer.w_gate,
+                          &layer.w_up, &layer.w_down}) {
+      if (w->n_out > 0) views.push_back(w);  // unbound views are left out
+    }
+  }
+  if (range_.last) views.push_back(&output_);  // an earlier stage never reads the head
+  return views;
+}
+
+void Model::pack_weights(const GgufFile& file) {
+  const KernelIsa isa = best_kernel_isa();
+  std::vector<WeightView*> packable;
+  size_t total = 0;
+  for (WeightView* w : matmul_weights()) {
+    if (!weight_packable(isa, *w)) continue;
+    packable.push_back(w);
+    total += packed_weight_bytes(*w);
+  }
+  if (packable.empty()) return;
+  packed_ = allocate_packed_bytes(total);
+  if (packed_ == nullptr) return;  // no memory for a copy: the kernels read the rows as they are
+  uint8_t* dst = packed_.get();
+  for (WeightView* w : packable) {
+    const uint64_t rows_bytes = *row_bytes(w->type, w->n_in) * static_cast<uint64_t>(w->n_out);
+    const std::span<const uint8_t> rows(static_cast<const uint8_t*>(w->data), rows_bytes);
+    const size_t bytes = packed_weight_bytes(*w);
+    *w = pack_weight(isa, *w, dst);
+    dst += bytes;
+    // Released matrix by matrix, so that the peak holds one matrix twice, not the model.
+    file.release_pages(rows);
+  }
 }
 
 KvLayout Model::kv_layout(int32_t block_size, KvType type) const {
@@ -289,9 +328,9 @@ void Model::project_qkv(const LayerWeights& layer, int32_t n_rows, Workspace& ws
     copy_columns(ws.qkv.data(), n_qkv, n_q, n_kv, n_rows, ws.k.data());
     copy_columns(ws.qkv.data(), n_qkv, n_q + n_kv, n_kv, n_rows, ws.v.data());
   } else {
-    matmul(layer.wq, ws.xn.data(), n_rows, ws.q.data(), pool, ws.matmul_scratch);
-    matmul(layer.wk, ws.xn.data(), n_rows, ws.k.data(), pool, ws.matmul_scratch);
-    matmul(layer.wv, ws.xn.data(), n_rows, ws.v.data(), pool, ws.matmul_scratch);
+    const MatmulJob jobs[] = {
+        {layer.wq, ws.q.data()}, {layer.wk, ws.k.data()}, {layer.wv, ws.v.data()}};
+    matmul_many(jobs, ws.xn.data(), n_rows, pool, ws.matmul_scratch);
   }
   if (arch_->qkv_bias) {
     add_bias(ws.q.data(), layer.bq, n_rows);
@@ -394,8 +433,8 @@ void Model::ffn_block(const LayerWeights& layer, int32_t n_rows, Workspace& ws,
                    static_cast<size_t>(n_ff) * 4);
     }
   } else {
-    matmul(layer.w_gate, ws.xn.data(), n_rows, ws.gate.data(), pool, ws.matmul_scratch);
-    matmul(layer.w_up, ws.xn.data(), n_rows, ws.up.data(), pool, ws.matmul_scratch);
+    const MatmulJob jobs[] = {{layer.w_gate, ws.gate.data()}, {layer.w_up, ws.up.data()}};
+    matmul_many(jobs, ws.xn.data(), n_rows, pool, ws.matmul_scratch);
   }
   if (arch_->ffn_activation == FfnActivation::GELU_TANH) {
     gelu_tanh_mul_row(ws.gate.data(), ws.up.data(), n_rows * n_ff);

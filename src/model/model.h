@@ -24,6 +24,7 @@
 #include "gguf/gguf_file.h"
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
+#include "kernels/weight_pack.h"
 #include "kv/kv_storage.h"
 #include "model/architecture.h"
 #include "model/layer_range.h"
@@ -80,6 +81,8 @@ class Model {
   // Binds the weights of `file`, which must outlive the model. Errors name the family and the
   // first missing or malformed tensor or key. With a `range`, only that part of the model is bound
   // (a pipeline stage): the other tensors are never read, so their pages never become resident.
+  // Matrices that the active kernel variant reads faster in a layout of its own are repacked into
+  // memory the model owns (pack_weights).
   static Result<std::unique_ptr<Model>> load(const GgufFile& file);
   static Result<std::unique_ptr<Model>> load(const GgufFile& file, const LayerRange& range);
 
@@ -108,6 +111,12 @@ class Model {
 
  private:
   Status bind_layer(const GgufFile& file, int64_t il, LayerWeights& layer) const;
+  // Every matrix that matmul reads (the embeddings are read by row lookup, not matmul).
+  std::vector<WeightView*> matmul_weights();
+  // Repacks the matmul weights that best_kernel_isa() has a packed layout for
+  // (kernels/weight_pack.h) into packed_, and drops the file's copies from resident memory, so
+  // that the model does not hold both.
+  void pack_weights(const GgufFile& file);
   // rope_freqs (llama) or rope_factors_short/long (phi3), when the file has them.
   Status bind_rope_factors(const GgufFile& file);
   void embed(const ForwardBatch& batch, Workspace& ws) const;
@@ -133,7 +142,8 @@ class Model {
   std::vector<float> rope_long_;
   bool use_rope_long_ = false;
   std::vector<float> output_norm_;
-  WeightView output_;  // token_embd_ when the file ties them
+  WeightView output_;   // token_embd_ when the file ties them
+  PackedBytes packed_;  // the packed matrices, back to back
 };
 
 }  // namespace trellis

@@ -431,6 +431,42 @@ TEST(Matmul, ZeroTokensWritesNothing) {
   EXPECT_EQ(out, 42.0f);
 }
 
+// matmul_many gives each job what matmul gives it alone, bit for bit: jobs of different types
+// (activations quantized to several formats), row counts off the 16-row granule, any thread count.
+TEST(Matmul, ManyJobsMatchOneByOne) {
+  std::mt19937 rng(11);
+  const int64_t n_in = 512;
+  const DType types[] = {DType::Q4_0, DType::Q6_K, DType::F16, DType::Q8_0};
+  const int64_t n_outs[] = {37, 16, 5, 70};
+  std::vector<std::vector<uint8_t>> weights;
+  for (int j = 0; j < 4; ++j) weights.push_back(random_weights(types[j], n_outs[j], n_in, rng));
+  for (KernelIsa isa : supported_isas()) {
+    for (int64_t n_tokens : {1, 3, 9}) {
+      const auto x = random_activations(n_tokens, n_in, rng);
+      for (int n_threads : {1, 2, 3}) {
+        std::vector<std::vector<float>> outs;
+        std::vector<MatmulJob> jobs;
+        for (int j = 0; j < 4; ++j) outs.emplace_back(static_cast<size_t>(n_tokens * n_outs[j]));
+        for (int j = 0; j < 4; ++j)
+          jobs.push_back(
+              {WeightView{types[j], weights[j].data(), n_in, n_outs[j]}, outs[j].data()});
+        ThreadPool pool(n_threads);
+        MatmulScratch scratch;
+        matmul_many(isa, jobs, x.data(), n_tokens, pool, scratch);
+        for (int j = 0; j < 4; ++j) {
+          const auto alone =
+              run_matmul(isa, types[j], weights[j], n_outs[j], n_in, x.data(), n_tokens, 1);
+          for (size_t i = 0; i < alone.size(); ++i) {
+            ASSERT_TRUE(bits_equal(outs[j][i], alone[i]))
+                << kernel_isa_name(isa) << " job " << j << " n_tokens=" << n_tokens
+                << " threads=" << n_threads << " element " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(MatmulScratch, GrowsOnlyWhenNeeded) {
   MatmulScratch scratch;
   uint8_t* a = scratch.get(100);

@@ -9,6 +9,8 @@
 namespace trellis::kernels_detail::avx512 {
 
 void matmul_q4_0(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+// Q4_0 packed as WeightLayout::Q4_0_X16; row_begin is a multiple of 16.
+void matmul_q4_0_x16(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void matmul_q5_0(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void matmul_q8_0(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void matmul_q4_k(const MatmulArgs& a, int64_t row_begin, int64_t row_end);

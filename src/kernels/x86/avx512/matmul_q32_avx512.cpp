@@ -1,19 +1,12 @@
 // AVX-512 VNNI matmul for the signed 32-element block types (Q4_0, Q5_0, Q8_0) against ActQ8_0
-// activations: contract case 2b of matmul_internal.h (whole-block integer dots, one float
-// accumulator per output element).
+// activations, reading GGUF rows: contract case 2b of matmul_internal.h (whole-block integer dots,
+// one float accumulator per output element).
 //
 // Why case 2b: under case 2 every 32-element block costs, per output element, an int->float
 // conversion, two multiplies and an add on eight lanes, which caps an int8 kernel near the FP32
-// rate. Here a 16-row tile keeps one weight row per 32-bit lane, so a block's whole integer dot
-// for 16 rows and one token is eight vpdpbusd, and its float work (convert, scale, multiply, add)
-// is shared by the 16 rows: about a quarter of the instructions per multiply-add.
-//
-// Tile layout for one block of 16 rows (lane r = row r):
-//   W[k] lane r = codes 4k .. 4k+3 of row r, as signed bytes (q - 8, q - 16, or the int8 itself)
-// vpdpbusd wants its unsigned operand first, so the activation codes enter as x + 128 (one xor),
-// and the dot is corrected by 128 * sum(codes):
-//   P = sum_i q_i * x_i = sum_i q_i * (x_i + 128) - 128 * sum_i q_i
-// All terms are exact in int32 (|P| <= 32 * 255 * 128).
+// rate. Here a 16-row tile keeps one weight row per 32-bit lane (q32_tile.h), so a block's whole
+// integer dot for 16 rows and one token is eight vpdpbusd, and its float work (convert, scale,
+// multiply, add) is shared by the 16 rows: about a quarter of the instructions per multiply-add.
 //
 // Every tile shape (16 rows x T tokens, and the rows left over, computed as a tile whose extra
 // lanes repeat the last row) computes P exactly and then the same float operations in the same
@@ -26,48 +19,24 @@
 
 #include "kernels/x86/avx512/avx512_util.h"
 #include "kernels/x86/avx512/kernels_avx512.h"
+#include "kernels/x86/avx512/q32_tile.h"
 #include "kernels/x86/avx512/tile_rows.h"
 
 namespace trellis::kernels_detail::avx512 {
 namespace {
-
-constexpr size_t kActBytes = sizeof(ActQ8_0);
-static_assert(offsetof(ActQ8_0, qs) == 8);
-
-// One block of a 16-row tile, in the layout above.
-struct TileBlock {
-  __m512i w[8];
-  __m512i neg_correction;  // lane r: -128 * sum of row r's codes
-  __m512 d;                // lane r: row r's scale
-};
 
 // The f16 scale at offset 0 of every block type here.
 inline __m512 load_scales(const TileRows& rows) {
   return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(gather_dwords(rows, 0)));
 }
 
-// -128 * (sum of the codes) per lane, for codes whose sums over eight bytes fit an int8.
-inline __m512i neg_correction_small(const __m512i w[8]) {
-  __m512i code_sum = _mm512_setzero_si512();
-  for (int k = 0; k < 8; ++k) code_sum = _mm512_add_epi8(code_sum, w[k]);
-  const __m512i scaled =
-      _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(-128), code_sum);
-  return _mm512_sub_epi32(_mm512_setzero_si512(), scaled);
-}
-
-// block_q4_0: d @0, qs[16] @2. Code i: low nibble of qs[i] (i < 16) or high nibble of
-// qs[i - 16], minus 8; so W[k] is the low nibbles of t[k] and W[k + 4] the high ones.
+// block_q4_0: d @0, qs[16] @2 (codes: decode_q4_0).
 struct DecQ4_0 {
   static constexpr size_t kBytes = 18;
   static void load(const TileRows& rows, TileBlock& tb) {
     __m512i t[4];
     load_transposed(rows, 2, t);
-    const __m512i nibble = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
-    for (int k = 0; k < 4; ++k) {
-      tb.w[k] = _mm512_sub_epi8(_mm512_and_si512(t[k], nibble), eight);
-      tb.w[k + 4] = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(t[k], 4), nibble), eight);
-    }
-    tb.neg_correction = neg_correction_small(tb.w);
+    decode_q4_0(t, tb);
     tb.d = load_scales(rows);
   }
 };
@@ -115,54 +84,32 @@ struct DecQ8_0 {
   }
 };
 
-// The tile of rows o .. o+last_row (lanes past last_row repeat it) and tokens t0 .. t0+T-1.
-template <class Dec, int T>
-void tile(const MatmulArgs& a, int64_t o, int last_row, int64_t t0) {
-  TileRows rows(a.w + static_cast<size_t>(o) * a.w_row_bytes, a.w_row_bytes, last_row);
-  const uint8_t* x = a.act + static_cast<size_t>(t0) * a.act_row_bytes;
-  __m512 acc[T];
-  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-  // The activation codes of the current block with 128 added (u8), one row of 32 per token.
-  alignas(32) uint8_t biased[T][32];
-  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-  const uint8_t* w0 = rows.first;
-  for (int64_t b = 0; b < a.n_in / 32; ++b) {
+// The blocks of rows o .. o+last_row (lanes past last_row repeat it), from the GGUF rows.
+template <class Dec>
+struct RowBlocks {
+  RowBlocks(const MatmulArgs& a, int64_t o, int last_row)
+      : rows(a.w + static_cast<size_t>(o) * a.w_row_bytes, a.w_row_bytes, last_row),
+        w0(rows.first) {}
+  void load(int64_t b, TileBlock& tb) {
     rows.first = w0 + static_cast<size_t>(b) * Dec::kBytes;
     // Blocks that start at most 64 bytes apart reach every cache line of the row.
     constexpr int64_t kPrefetchEvery = 64 / Dec::kBytes;
     if (b % kPrefetchEvery == 0) {
       for (int r = 0; r < kTileRows; ++r) prefetch(rows.next_tile_row(r));
     }
-    TileBlock tb;
     Dec::load(rows, tb);
-    for (int t = 0; t < T; ++t) {
-      const uint8_t* xb = x + static_cast<size_t>(t) * a.act_row_bytes + b * kActBytes;
-      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + 8));
-      _mm256_store_si256(reinterpret_cast<__m256i*>(biased[t]), _mm256_xor_si256(xq, flip));
-    }
-    // Read the codes back from memory: a broadcast load costs no shuffle, whereas the compiler,
-    // left to itself, forwards the stored register through eight shuffles per token.
-    asm("" : "+m"(biased));
-    for (int t = 0; t < T; ++t) {
-      const uint8_t* xb = x + static_cast<size_t>(t) * a.act_row_bytes + b * kActBytes;
-      // Two independent chains halve the latency of the eight dependent vpdpbusd.
-      __m512i p_even = tb.neg_correction, p_odd = _mm512_setzero_si512();
-      for (int k = 0; k < 8; k += 2) {
-        p_even =
-            _mm512_dpbusd_epi32(p_even, _mm512_set1_epi32(load_i32(biased[t] + 4 * k)), tb.w[k]);
-        p_odd = _mm512_dpbusd_epi32(p_odd, _mm512_set1_epi32(load_i32(biased[t] + 4 * k + 4)),
-                                    tb.w[k + 1]);
-      }
-      const __m512i p = _mm512_add_epi32(p_even, p_odd);
-      const __m512 s = _mm512_mul_ps(tb.d, _mm512_set1_ps(load_f32(xb)));
-      acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(s, _mm512_cvtepi32_ps(p)));
-    }
   }
-  const __mmask16 keep = static_cast<__mmask16>((1u << (last_row + 1)) - 1);
-  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(a.out + (t0 + t) * a.n_out + o, keep, acc[t]);
+  TileRows rows;
+  const uint8_t* w0;  // row o's first block
+};
+
+template <class Dec, int T>
+void row_tile(const MatmulArgs& a, int64_t o, int last_row, int64_t t0) {
+  RowBlocks<Dec> src(a, o, last_row);
+  tile<RowBlocks<Dec>, T>(a, src, o, last_row, t0);
 }
 
-// Q4_0 for one token (decode), the same P and float steps as tile<DecQ4_0, T>, found with fewer
+// Q4_0 for one token (decode), the same P and float steps as row_tile<DecQ4_0, T>, found with fewer
 // instructions per weight byte: the codes enter vpdpbusd unsigned as the raw nibbles (0..15),
 // against the activation codes as signed bytes, and the -8 is applied through the activations'
 // sum:
@@ -229,7 +176,7 @@ void tile_for(const MatmulArgs& a, int64_t o, int last_row, int64_t t0) {
       tile_q4_0_one_token<false>(a, o, last_row, t0);
     }
   } else {
-    tile<Dec, T>(a, o, last_row, t0);
+    row_tile<Dec, T>(a, o, last_row, t0);
   }
 }
 
@@ -238,9 +185,9 @@ void tile_for(const MatmulArgs& a, int64_t o, int last_row, int64_t t0) {
 template <class Dec>
 void tile_rows(const MatmulArgs& a, int64_t o, int last_row) {
   int64_t t = 0;
-  for (; t + 32 <= a.n_tokens; t += 32) tile<Dec, 32>(a, o, last_row, t);
-  for (; t + 8 <= a.n_tokens; t += 8) tile<Dec, 8>(a, o, last_row, t);
-  for (; t + 4 <= a.n_tokens; t += 4) tile<Dec, 4>(a, o, last_row, t);
+  for (; t + 32 <= a.n_tokens; t += 32) row_tile<Dec, 32>(a, o, last_row, t);
+  for (; t + 8 <= a.n_tokens; t += 8) row_tile<Dec, 8>(a, o, last_row, t);
+  for (; t + 4 <= a.n_tokens; t += 4) row_tile<Dec, 4>(a, o, last_row, t);
   for (; t < a.n_tokens; ++t) tile_for<Dec, 1>(a, o, last_row, t);
 }
 

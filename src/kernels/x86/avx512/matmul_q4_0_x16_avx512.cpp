@@ -1,0 +1,124 @@
+// AVX-512 VNNI matmul of packed Q4_0 (WeightLayout::Q4_0_X16, kernels/q4_0_x16_layout.h) against
+// ActQ8_0 activations: contract case 2b, the same P and float steps as the kernel that reads the
+// GGUF rows (matmul_q32_avx512.cpp), so a matrix gives the same bits in either layout.
+//
+// A packed block holds the 16 rows' scales and quants already in tile order: the tile loads them
+// with five sequential vector loads, where reading GGUF rows costs sixteen row loads, a 16 x 4
+// dword transpose and a gather of the scales. Each thread's rows are one contiguous stream.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/q4_0_x16_layout.h"
+#include "kernels/x86/avx512/avx512_util.h"
+#include "kernels/x86/avx512/kernels_avx512.h"
+#include "kernels/x86/avx512/q32_tile.h"
+
+namespace trellis::kernels_detail::avx512 {
+namespace {
+
+static_assert(kQ4_0X16Rows == 16);
+
+// The four quant vectors t[k] of a packed block.
+inline __m512i load_quads(const uint8_t* block, int k) {
+  return _mm512_loadu_si512(block + 32 + 64 * k);
+}
+
+inline __m512 load_packed_scales(const uint8_t* block) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block)));
+}
+
+// The blocks of one packed 16-row group, for tile<> (q32_tile.h).
+struct PackedBlocks {
+  void load(int64_t b, TileBlock& tb) const {
+    const uint8_t* block = group + static_cast<size_t>(b) * kQ4_0X16BlockBytes;
+    const __m512i t[4] = {load_quads(block, 0), load_quads(block, 1), load_quads(block, 2),
+                          load_quads(block, 3)};
+    decode_q4_0(t, tb);
+    tb.d = load_packed_scales(block);
+  }
+  const uint8_t* group;
+};
+
+// The one-token tile (decode) finds the same P with fewer instructions per weight byte: the codes
+// enter vpdpbusd unsigned as the raw nibbles (0..15), against the activation codes as signed
+// bytes, and the -8 is applied through the activations' sum:
+//   P = sum_i (q_i - 8) * x_i = sum_i q_i * x_i - 8 * sum_i x_i
+// (exact in int32: |P| <= 32 * 15 * 127 + 8 * 32 * 127). That sum depends only on the token, so
+// it is computed once per block for all the tiles of a call (neg8_code_sums) rather than per tile.
+constexpr int64_t kMaxSumBlocks = 1024;  // n_in up to 32768 (larger: the general tile)
+constexpr int kMaxOneTokenTiles = 3;     // tokens left after the tiles of 32, 8 and 4
+
+// out[b] = -8 * (sum of the 32 activation codes of block b of one token).
+void neg8_code_sums(const uint8_t* x, int64_t n_blocks, int32_t* out) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const auto* codes = reinterpret_cast<const int8_t*>(x + b * kActBytes + 8);
+    int32_t sum = 0;
+    for (int i = 0; i < 32; ++i) sum += codes[i];
+    out[b] = -8 * sum;
+  }
+}
+
+void one_token_tile(const MatmulArgs& a, const uint8_t* group, const int32_t* neg8_sums, int64_t o,
+                    int last_row, int64_t t0) {
+  const uint8_t* x = a.act + static_cast<size_t>(t0) * a.act_row_bytes;
+  const __m512i nibble = _mm512_set1_epi8(0x0f);
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t b = 0; b < a.n_in / 32; ++b) {
+    const uint8_t* block = group + static_cast<size_t>(b) * kQ4_0X16BlockBytes;
+    const uint8_t* xb = x + b * kActBytes;
+    // Two independent chains halve the latency of the eight dependent vpdpbusd.
+    __m512i p_even = _mm512_set1_epi32(neg8_sums[b]), p_odd = _mm512_setzero_si512();
+    for (int k = 0; k < 4; ++k) {
+      // t[k] low nibbles: codes 4k .. 4k+3; high nibbles: codes 16 + 4k .. 16 + 4k + 3.
+      const __m512i t = load_quads(block, k);
+      p_even = _mm512_dpbusd_epi32(p_even, _mm512_and_si512(t, nibble),
+                                   _mm512_set1_epi32(load_i32(xb + 8 + 4 * k)));
+      p_odd = _mm512_dpbusd_epi32(p_odd, _mm512_and_si512(_mm512_srli_epi16(t, 4), nibble),
+                                  _mm512_set1_epi32(load_i32(xb + 8 + 16 + 4 * k)));
+    }
+    const __m512i p = _mm512_add_epi32(p_even, p_odd);
+    const __m512 s = _mm512_mul_ps(load_packed_scales(block), _mm512_set1_ps(load_f32(xb)));
+    acc = _mm512_add_ps(acc, _mm512_mul_ps(s, _mm512_cvtepi32_ps(p)));
+  }
+  const __mmask16 keep = static_cast<__mmask16>((1u << (last_row + 1)) - 1);
+  _mm512_mask_storeu_ps(a.out + t0 * a.n_out + o, keep, acc);
+}
+
+}  // namespace
+
+void matmul_q4_0_x16(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
+  assert(row_begin % kQ4_0X16Rows == 0);
+  const int64_t n_blocks = a.n_in / 32;
+  const size_t group_bytes = static_cast<size_t>(n_blocks) * kQ4_0X16BlockBytes;
+  // Tokens from first_single on go through one-token tiles (as in matmul_q32_avx512.cpp).
+  const int64_t first_single = a.n_tokens - a.n_tokens % 4;
+  const bool sums_fit = n_blocks <= kMaxSumBlocks;
+  int32_t neg8_sums[kMaxOneTokenTiles][kMaxSumBlocks];
+  if (sums_fit) {
+    for (int64_t t = first_single; t < a.n_tokens; ++t) {
+      neg8_code_sums(a.act + static_cast<size_t>(t) * a.act_row_bytes, n_blocks,
+                     neg8_sums[t - first_single]);
+    }
+  }
+  for (int64_t o = row_begin; o < row_end; o += kQ4_0X16Rows) {
+    const int last_row = static_cast<int>(std::min<int64_t>(kQ4_0X16Rows, row_end - o)) - 1;
+    PackedBlocks src{a.w + static_cast<size_t>(o / kQ4_0X16Rows) * group_bytes};
+    int64_t t = 0;
+    for (; t + 32 <= a.n_tokens; t += 32) tile<PackedBlocks, 32>(a, src, o, last_row, t);
+    for (; t + 8 <= a.n_tokens; t += 8) tile<PackedBlocks, 8>(a, src, o, last_row, t);
+    for (; t + 4 <= a.n_tokens; t += 4) tile<PackedBlocks, 4>(a, src, o, last_row, t);
+    for (; t < a.n_tokens; ++t) {
+      if (sums_fit) {
+        one_token_tile(a, src.group, neg8_sums[t - first_single], o, last_row, t);
+      } else {
+        tile<PackedBlocks, 1>(a, src, o, last_row, t);
+      }
+    }
+  }
+}
+
+}  // namespace trellis::kernels_detail::avx512
