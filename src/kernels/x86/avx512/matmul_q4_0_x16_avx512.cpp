@@ -43,49 +43,67 @@ struct PackedBlocks {
   const uint8_t* group;
 };
 
-// The one-token tile (decode) finds the same P with fewer instructions per weight byte: the codes
+// The raw-nibble tiles (decode) find the same P with fewer instructions per weight byte: the codes
 // enter vpdpbusd unsigned as the raw nibbles (0..15), against the activation codes as signed
 // bytes, and the -8 is applied through the activations' sum:
 //   P = sum_i (q_i - 8) * x_i = sum_i q_i * x_i - 8 * sum_i x_i
 // (exact in int32: |P| <= 32 * 15 * 127 + 8 * 32 * 127). That sum depends only on the token, so
-// it is computed once per block for all the tiles of a call (neg8_code_sums) rather than per tile.
+// it is computed once per block for all the tiles of a call (neg8_code_sums) rather than per tile,
+// and the activation codes enter as they are (no biased copy, as tile<> needs).
 constexpr int64_t kMaxSumBlocks = 1024;  // n_in up to 32768 (larger: the general tile)
-constexpr int kMaxOneTokenTiles = 3;     // tokens left after the tiles of 32, 8 and 4
+// Calls of fewer tokens than this (decode steps of a batch) run every token through the raw-nibble
+// tiles; larger ones (prefill) use tile<> of q32_tile.h for their 32-token tiles and the raw-nibble
+// tiles for what is left after them. Both give the same bits (P is exact; the float steps match).
+constexpr int kMaxNibbleTokens = 31;
 
-// out[b] = -8 * (sum of the 32 activation codes of block b of one token).
+// out[b] = -8 * (sum of the 32 activation codes of block b of one token): vpsadbw sums the codes
+// biased by 128, eight at a time.
 void neg8_code_sums(const uint8_t* x, int64_t n_blocks, int32_t* out) {
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
   for (int64_t b = 0; b < n_blocks; ++b) {
-    const auto* codes = reinterpret_cast<const int8_t*>(x + b * kActBytes + 8);
-    int32_t sum = 0;
-    for (int i = 0; i < 32; ++i) sum += codes[i];
-    out[b] = -8 * sum;
+    const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + b * kActBytes + 8));
+    const __m256i sad = _mm256_sad_epu8(_mm256_xor_si256(codes, flip), _mm256_setzero_si256());
+    __m128i s2 = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
+    s2 = _mm_add_epi64(s2, _mm_unpackhi_epi64(s2, s2));
+    out[b] = -8 * (_mm_cvtsi128_si32(s2) - 32 * 128);
   }
 }
 
-void one_token_tile(const MatmulArgs& a, const uint8_t* group, const int32_t* neg8_sums, int64_t o,
-                    int last_row, int64_t t0) {
+// T tokens t0 .. t0+T-1 of one packed group, with the raw-nibble P above; sums[t] holds token
+// t0+t's neg8_code_sums. The block's quants, nibbles and scales are loaded once for the T tokens.
+template <int T>
+void nibble_tile(const MatmulArgs& a, const uint8_t* group, const int32_t (*sums)[kMaxSumBlocks],
+                 int64_t o, int last_row, int64_t t0) {
   const uint8_t* x = a.act + static_cast<size_t>(t0) * a.act_row_bytes;
   const __m512i nibble = _mm512_set1_epi8(0x0f);
-  __m512 acc = _mm512_setzero_ps();
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < a.n_in / 32; ++b) {
     const uint8_t* block = group + static_cast<size_t>(b) * kQ4_0X16BlockBytes;
-    const uint8_t* xb = x + b * kActBytes;
-    // Two independent chains halve the latency of the eight dependent vpdpbusd.
-    __m512i p_even = _mm512_set1_epi32(neg8_sums[b]), p_odd = _mm512_setzero_si512();
+    // t[k] low nibbles: codes 4k .. 4k+3; high nibbles: codes 16 + 4k .. 16 + 4k + 3.
+    __m512i lo[4], hi[4];
     for (int k = 0; k < 4; ++k) {
-      // t[k] low nibbles: codes 4k .. 4k+3; high nibbles: codes 16 + 4k .. 16 + 4k + 3.
-      const __m512i t = load_quads(block, k);
-      p_even = _mm512_dpbusd_epi32(p_even, _mm512_and_si512(t, nibble),
-                                   _mm512_set1_epi32(load_i32(xb + 8 + 4 * k)));
-      p_odd = _mm512_dpbusd_epi32(p_odd, _mm512_and_si512(_mm512_srli_epi16(t, 4), nibble),
-                                  _mm512_set1_epi32(load_i32(xb + 8 + 16 + 4 * k)));
+      const __m512i q = load_quads(block, k);
+      lo[k] = _mm512_and_si512(q, nibble);
+      hi[k] = _mm512_and_si512(_mm512_srli_epi16(q, 4), nibble);
     }
-    const __m512i p = _mm512_add_epi32(p_even, p_odd);
-    const __m512 s = _mm512_mul_ps(load_packed_scales(block), _mm512_set1_ps(load_f32(xb)));
-    acc = _mm512_add_ps(acc, _mm512_mul_ps(s, _mm512_cvtepi32_ps(p)));
+    const __m512 d = load_packed_scales(block);
+    for (int t = 0; t < T; ++t) {
+      const uint8_t* xb = x + static_cast<size_t>(t) * a.act_row_bytes + b * kActBytes;
+      // Two independent chains halve the latency of the eight dependent vpdpbusd.
+      __m512i p_even = _mm512_set1_epi32(sums[t][b]), p_odd = _mm512_setzero_si512();
+      for (int k = 0; k < 4; ++k) {
+        p_even = _mm512_dpbusd_epi32(p_even, lo[k], _mm512_set1_epi32(load_i32(xb + 8 + 4 * k)));
+        p_odd =
+            _mm512_dpbusd_epi32(p_odd, hi[k], _mm512_set1_epi32(load_i32(xb + 8 + 16 + 4 * k)));
+      }
+      const __m512i p = _mm512_add_epi32(p_even, p_odd);
+      const __m512 s = _mm512_mul_ps(d, _mm512_set1_ps(load_f32(xb)));
+      acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(s, _mm512_cvtepi32_ps(p)));
+    }
   }
   const __mmask16 keep = static_cast<__mmask16>((1u << (last_row + 1)) - 1);
-  _mm512_mask_storeu_ps(a.out + t0 * a.n_out + o, keep, acc);
+  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(a.out + (t0 + t) * a.n_out + o, keep, acc[t]);
 }
 
 }  // namespace
@@ -94,30 +112,33 @@ void matmul_q4_0_x16(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
   assert(row_begin % kQ4_0X16Rows == 0);
   const int64_t n_blocks = a.n_in / 32;
   const size_t group_bytes = static_cast<size_t>(n_blocks) * kQ4_0X16BlockBytes;
-  // Tokens from first_single on go through one-token tiles (as in matmul_q32_avx512.cpp).
-  const int64_t first_single = a.n_tokens - a.n_tokens % 4;
-  const bool sums_fit = n_blocks <= kMaxSumBlocks;
-  int32_t neg8_sums[kMaxOneTokenTiles][kMaxSumBlocks];
-  if (sums_fit) {
-    for (int64_t t = first_single; t < a.n_tokens; ++t) {
+  // Tokens from first_nibble on go through the raw-nibble tiles: all of them in a small call,
+  // those after the 32-token tiles in a large one.
+  const int64_t first_nibble = a.n_tokens <= kMaxNibbleTokens ? 0 : a.n_tokens - a.n_tokens % 32;
+  const bool nibbles = n_blocks <= kMaxSumBlocks;
+  int32_t sums[kMaxNibbleTokens][kMaxSumBlocks];
+  if (nibbles) {
+    for (int64_t t = first_nibble; t < a.n_tokens; ++t) {
       neg8_code_sums(a.act + static_cast<size_t>(t) * a.act_row_bytes, n_blocks,
-                     neg8_sums[t - first_single]);
+                     sums[t - first_nibble]);
     }
   }
   for (int64_t o = row_begin; o < row_end; o += kQ4_0X16Rows) {
     const int last_row = static_cast<int>(std::min<int64_t>(kQ4_0X16Rows, row_end - o)) - 1;
     PackedBlocks src{a.w + static_cast<size_t>(o / kQ4_0X16Rows) * group_bytes};
     int64_t t = 0;
-    for (; t + 32 <= a.n_tokens; t += 32) tile<PackedBlocks, 32>(a, src, o, last_row, t);
-    for (; t + 8 <= a.n_tokens; t += 8) tile<PackedBlocks, 8>(a, src, o, last_row, t);
-    for (; t + 4 <= a.n_tokens; t += 4) tile<PackedBlocks, 4>(a, src, o, last_row, t);
-    for (; t < a.n_tokens; ++t) {
-      if (sums_fit) {
-        one_token_tile(a, src.group, neg8_sums[t - first_single], o, last_row, t);
-      } else {
-        tile<PackedBlocks, 1>(a, src, o, last_row, t);
-      }
+    if (!nibbles) {
+      for (; t + 32 <= a.n_tokens; t += 32) tile<PackedBlocks, 32>(a, src, o, last_row, t);
+      for (; t + 8 <= a.n_tokens; t += 8) tile<PackedBlocks, 8>(a, src, o, last_row, t);
+      for (; t + 4 <= a.n_tokens; t += 4) tile<PackedBlocks, 4>(a, src, o, last_row, t);
+      for (; t < a.n_tokens; ++t) tile<PackedBlocks, 1>(a, src, o, last_row, t);
+      continue;
     }
+    for (; t < first_nibble; t += 32) tile<PackedBlocks, 32>(a, src, o, last_row, t);
+    const int32_t (*s)[kMaxSumBlocks] = sums;
+    for (; t + 8 <= a.n_tokens; t += 8) nibble_tile<8>(a, src.group, s + (t - first_nibble), o, last_row, t);
+    for (; t + 4 <= a.n_tokens; t += 4) nibble_tile<4>(a, src.group, s + (t - first_nibble), o, last_row, t);
+    for (; t < a.n_tokens; ++t) nibble_tile<1>(a, src.group, s + (t - first_nibble), o, last_row, t);
   }
 }
 
