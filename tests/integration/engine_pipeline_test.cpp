@@ -28,9 +28,9 @@ class InProcessPipeline final : public Pipeline {
 
   int n_stages() const override { return n_stages_; }
   Result<LayerRange> local_layers(const GgufFile& file) override {
-    Result<std::unique_ptr<Model>> probe = Model::load(file);
-    if (!probe.ok()) return probe.error();
-    return LayerRange::all((*probe)->hparams().n_layer);
+    Result<ModelHParams> hp = read_model_hparams(file);
+    if (!hp.ok()) return hp.error();
+    return LayerRange::all(hp->n_layer);
   }
   Status begin_engine(const PipelineSetup&) override { return {}; }
   Status launch(const Model& model, const ForwardBatch& batch, KvStorage& kv, Workspace& ws,

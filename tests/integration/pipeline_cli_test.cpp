@@ -122,6 +122,26 @@ std::vector<std::pair<pid_t, int>> processes_with(const std::string& needle) {
   return found;
 }
 
+// The pid of the process of MPI rank `rank` running with `model`, or 0.
+pid_t rank_pid(const std::string& model, int rank) {
+  for (const auto& [pid, r] : processes_with(model)) {
+    if (r == rank) return pid;
+  }
+  return 0;
+}
+
+// A tiny model file of the test's own, so that only its job's processes have the path.
+std::string own_model(const std::string& name, int seed) {
+  const std::string model = testing::temp_dir() + "/" + name + ".gguf";
+  const std::string synth =
+      "model synth --preset tiny --type q8_0 --seed " + std::to_string(seed) + " -o " + model;
+  return testing::run_cli(synth).exit_code == 0 ? model : "";
+}
+
+// A stream long enough to be running when a rank is made to fail.
+const char* const kLongStream =
+    R"({"model":"tiny","prompt":"Once","max_tokens":4000,"stream":true,"ignore_eos":true})";
+
 TEST(PipelineCli, ServerOverTwoRanksPassesTheOpenAiClient) {
   REQUIRE_MPI();
 #ifdef TRELLIS_MPIEXEC
@@ -141,10 +161,7 @@ TEST(PipelineCli, ServerOverTwoRanksPassesTheOpenAiClient) {
       << metrics.body;
   // SIGTERM to rank 0 (mpirun itself exits 1 whenever it is signalled): rank 0 shuts down
   // gracefully and tells the other stage to stop, so the whole job ends as a success.
-  pid_t rank0 = 0;
-  for (const auto& [pid, rank] : processes_with(model)) {
-    if (rank == 0) rank0 = pid;
-  }
+  const pid_t rank0 = rank_pid(model, 0);
   ASSERT_NE(rank0, 0);
   ASSERT_EQ(::kill(rank0, SIGTERM), 0);
   EXPECT_EQ(server.process().wait_exit(std::chrono::seconds(30)), 0) << server.log();
@@ -155,24 +172,17 @@ TEST(PipelineCli, KillingARankMidStreamEndsTheJob) {
   REQUIRE_MPI();
 #ifdef TRELLIS_MPIEXEC
   if (!have_program("curl")) GTEST_SKIP() << "curl is not installed (scripts/install-deps.sh)";
-  // A model file of its own, so that only this job's processes have its path.
-  const std::string model = testing::temp_dir() + "/kill-test.gguf";
-  ASSERT_EQ(testing::run_cli("model synth --preset tiny --type q8_0 --seed 9 -o " + model).exit_code,
-            0);
+  const std::string model = own_model("kill-test", 9);
+  ASSERT_FALSE(model.empty());
   Server server(model, {"--pipeline", "--pipeline-timeout", "5", "--ctx", "4096"}, "pipeline-kill",
                 mpirun(2));
   ASSERT_EQ(server.start(), "");
   // A long stream; rank 1 dies while it runs.
   std::thread client([&] {
-    curl("POST", server.url("/v1/completions"),
-         R"({"model":"tiny","prompt":"Once","max_tokens":4000,"stream":true,"ignore_eos":true})",
-         "--max-time 60");
+    curl("POST", server.url("/v1/completions"), kLongStream, "--max-time 60");
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  pid_t victim = 0;
-  for (const auto& [pid, rank] : processes_with(model)) {
-    if (rank == 1) victim = pid;
-  }
+  const pid_t victim = rank_pid(model, 1);
   ASSERT_NE(victim, 0) << "no rank 1 process found";
   const auto killed_at = std::chrono::steady_clock::now();
   ASSERT_EQ(::kill(victim, SIGKILL), 0);
@@ -198,23 +208,17 @@ TEST(PipelineCli, AHungRankEndsTheJobWithAnErrorAfterTheTimeout) {
   REQUIRE_MPI();
 #ifdef TRELLIS_MPIEXEC
   if (!have_program("curl")) GTEST_SKIP() << "curl is not installed (scripts/install-deps.sh)";
-  const std::string model = testing::temp_dir() + "/hang-test.gguf";
-  ASSERT_EQ(testing::run_cli("model synth --preset tiny --type q8_0 --seed 8 -o " + model).exit_code,
-            0);
+  const std::string model = own_model("hang-test", 8);
+  ASSERT_FALSE(model.empty());
   Server server(model, {"--pipeline", "--pipeline-timeout", "3", "--ctx", "4096"}, "pipeline-hang",
                 mpirun(2));
   ASSERT_EQ(server.start(), "");
   HttpResult stream;
   std::thread client([&] {
-    stream = curl("POST", server.url("/v1/completions"),
-                  R"({"model":"tiny","prompt":"Once","max_tokens":4000,"stream":true,"ignore_eos":true})",
-                  "--max-time 60");
+    stream = curl("POST", server.url("/v1/completions"), kLongStream, "--max-time 60");
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  pid_t victim = 0;
-  for (const auto& [pid, rank] : processes_with(model)) {
-    if (rank == 1) victim = pid;
-  }
+  const pid_t victim = rank_pid(model, 1);
   ASSERT_NE(victim, 0) << "no rank 1 process found";
   ASSERT_EQ(::kill(victim, SIGSTOP), 0);  // alive, silent
   const std::optional<int> code = server.process().wait_exit(std::chrono::seconds(40));

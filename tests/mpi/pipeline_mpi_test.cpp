@@ -55,6 +55,12 @@ std::unique_ptr<Engine> open(EngineConfig config) {
   return engine.ok() ? std::move(engine).value() : nullptr;
 }
 
+// An engine on `pipeline` (which must outlive it) with `config`.
+std::unique_ptr<Engine> open_split(Pipeline& pipeline, EngineConfig config) {
+  config.pipeline = &pipeline;
+  return open(config);
+}
+
 // The same requests, all submitted at once (so that they batch and share prefixes).
 std::vector<Outcome> run_all(Engine& engine, std::vector<EngineRequest> requests) {
   std::vector<RequestHandle> handles;
@@ -141,9 +147,7 @@ TEST_F(PipelineTest, GreedyAndSeededCacheOnAndOff) {
     const std::vector<Outcome> expected = run_all(*local, requests);
     local.reset();
     for (std::unique_ptr<Pipeline>& p : pipelines()) {
-      EngineConfig config = base_config(cache);
-      config.pipeline = p.get();
-      std::unique_ptr<Engine> split = open(config);
+      std::unique_ptr<Engine> split = open_split(*p, base_config(cache));
       ASSERT_NE(split, nullptr);
       // Twice: the second round finds the first one's prefixes in the cache (when it is on).
       for (int round = 0; round < 2; ++round) {
@@ -180,9 +184,7 @@ TEST_F(PipelineTest, SharedPrefixWorkloads) {
     const std::vector<Outcome> expected = run_all(*local, requests);
     local.reset();
     std::unique_ptr<Pipeline> p = make_mpi_pipeline(*g_transport, PipelineOptions{});
-    EngineConfig config = base_config(true);
-    config.pipeline = p.get();
-    std::unique_ptr<Engine> split = open(config);
+    std::unique_ptr<Engine> split = open_split(*p, base_config(true));
     ASSERT_NE(split, nullptr);
     expect_same(expected, run_all(*split, requests), "workload");
     EXPECT_GT(split->stats().n_blocks_acquired, 0);
@@ -206,9 +208,7 @@ TEST_F(PipelineTest, Fork) {
   const auto expected = fork_tokens(*local, request);
   local.reset();
   std::unique_ptr<Pipeline> p = make_mpi_pipeline(*g_transport, PipelineOptions{});
-  EngineConfig config = base_config(true);
-  config.pipeline = p.get();
-  std::unique_ptr<Engine> split = open(config);
+  std::unique_ptr<Engine> split = open_split(*p, base_config(true));
   ASSERT_NE(split, nullptr);
   EXPECT_EQ(expected, fork_tokens(*split, request));
   EXPECT_EQ(expected.size(), 3u);
@@ -228,9 +228,7 @@ TEST_F(PipelineTest, PreemptionInASmallPool) {
   const std::vector<Outcome> expected = run_all(*local, requests);
   local.reset();
   std::unique_ptr<Pipeline> p = make_mpi_pipeline(*g_transport, PipelineOptions{{}, 2, 60});
-  EngineConfig config = small();
-  config.pipeline = p.get();
-  std::unique_ptr<Engine> split = open(config);
+  std::unique_ptr<Engine> split = open_split(*p, small());
   ASSERT_NE(split, nullptr);
   expect_same(expected, run_all(*split, requests), "small pool");
   EXPECT_GT(split->stats().n_preemptions, 0);
@@ -242,9 +240,7 @@ TEST_F(PipelineTest, PreemptionInASmallPool) {
 TEST_F(PipelineTest, CancellationReleasesEveryBlock) {
   std::vector<EngineRequest> requests = mixed_requests(n_vocab(), 17);
   std::unique_ptr<Pipeline> p = make_mpi_pipeline(*g_transport, PipelineOptions{});
-  EngineConfig config = base_config(true);
-  config.pipeline = p.get();
-  std::unique_ptr<Engine> split = open(config);
+  std::unique_ptr<Engine> split = open_split(*p, base_config(true));
   ASSERT_NE(split, nullptr);
   EngineRequest endless = requests[0];
   endless.max_tokens = kContext - static_cast<int32_t>(endless.prompt.size());
@@ -265,9 +261,7 @@ TEST_F(PipelineTest, CancellationReleasesEveryBlock) {
 
 TEST_F(PipelineTest, StagesReportTheirLayersAndWork) {
   std::unique_ptr<Pipeline> p = make_mpi_pipeline(*g_transport, PipelineOptions{});
-  EngineConfig config = base_config(true);
-  config.pipeline = p.get();
-  std::unique_ptr<Engine> split = open(config);
+  std::unique_ptr<Engine> split = open_split(*p, base_config(true));
   ASSERT_NE(split, nullptr);
   run_all(*split, mixed_requests(split->model().hparams().n_vocab, 19));
   const std::vector<StageStats> stages = p->stage_stats();
