@@ -13,6 +13,8 @@ void add_generate_command(CLI::App& app, int& exit_code);
 void add_logits_command(CLI::App& app, int& exit_code);
 void add_bench_commands(CLI::App& app, int& exit_code);
 void add_serve_command(CLI::App& app, int& exit_code);
+// `trellis route`: the cache-aware router over replicas.
+void add_route_command(CLI::App& app, int& exit_code);
 // `trellis bench phi`, registered under the `bench` subcommand.
 void add_bench_phi_command(CLI::App& bench, int& exit_code);
 // `trellis bench workload NAME`.

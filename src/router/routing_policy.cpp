@@ -36,35 +36,49 @@ Router::Router(RoutingConfig config, int n_replicas) : config_(config) {
   for (int i = 0; i < n_replicas; ++i) replicas_.emplace_back(config.tree_bytes);
 }
 
-int Router::least_loaded(int exclude) const {
+bool Router::candidate(int replica, const std::vector<int>& exclude) const {
+  return replicas_[static_cast<size_t>(replica)].healthy &&
+         std::find(exclude.begin(), exclude.end(), replica) == exclude.end();
+}
+
+int Router::least_loaded(const std::vector<int>& exclude) const {
   int best = -1;
   for (int i = 0; i < static_cast<int>(replicas_.size()); ++i) {
+    if (!candidate(i, exclude)) continue;
     const ReplicaState& r = replicas_[static_cast<size_t>(i)];
-    if (!r.healthy || i == exclude) continue;
-    if (best < 0 || r.in_flight < replicas_[static_cast<size_t>(best)].in_flight) best = i;
+    if (best < 0) {
+      best = i;
+      continue;
+    }
+    // Ties go to the smaller tree: new prefixes spread over the replicas instead of piling onto
+    // the first while the load is light.
+    const ReplicaState& b = replicas_[static_cast<size_t>(best)];
+    if (r.in_flight < b.in_flight ||
+        (r.in_flight == b.in_flight && r.tree.size_bytes() < b.tree.size_bytes()))
+      best = i;
   }
   return best;
 }
 
-bool Router::unbalanced(int exclude) const {
+bool Router::unbalanced(const std::vector<int>& exclude) const {
   int32_t most = -1, least = -1;
   for (int i = 0; i < static_cast<int>(replicas_.size()); ++i) {
+    if (!candidate(i, exclude)) continue;
     const ReplicaState& r = replicas_[static_cast<size_t>(i)];
-    if (!r.healthy || i == exclude) continue;
     most = std::max(most, r.in_flight);
     least = least < 0 ? r.in_flight : std::min(least, r.in_flight);
   }
   return most > config_.balance_abs && most > config_.balance_rel * least;
 }
 
-RouteDecision Router::route(std::string_view key, int exclude) {
+RouteDecision Router::route(std::string_view key, const std::vector<int>& exclude) {
   RouteDecision d;
   const int n = static_cast<int>(replicas_.size());
   switch (config_.policy) {
     case RoutingPolicy::ROUND_ROBIN:
       for (int tries = 0; tries < n && d.replica < 0; ++tries) {
         const int i = static_cast<int>(next_turn_++ % static_cast<uint64_t>(n));
-        if (replicas_[static_cast<size_t>(i)].healthy && i != exclude) d.replica = i;
+        if (candidate(i, exclude)) d.replica = i;
       }
       d.reason = RouteReason::ROUND_ROBIN;
       break;
@@ -81,8 +95,8 @@ RouteDecision Router::route(std::string_view key, int exclude) {
       int best = -1;
       size_t best_match = 0;
       for (int i = 0; i < n; ++i) {
+        if (!candidate(i, exclude)) continue;
         ReplicaState& r = replicas_[static_cast<size_t>(i)];
-        if (!r.healthy || i == exclude) continue;
         const size_t m = r.tree.match(key);
         if (best < 0 || m > best_match) {
           best = i;

@@ -7,7 +7,8 @@
 //   round-robin  in turn.
 //   least-load   the fewest requests in flight.
 //
-// Ties go to the lower replica index. Only healthy replicas are candidates. The text a tree sees
+// Among equally loaded replicas, the one whose tree holds less text, then the lower index. Only
+// healthy replicas are candidates. The text a tree sees
 // starts with the request's namespace (API key digest and cache_salt), so that requests of
 // different namespaces never match each other, as in the server.
 #pragma once
@@ -56,19 +57,22 @@ class Router {
   Router(RoutingConfig config, int n_replicas);
 
   // Chooses a replica for `key` (namespace + prompt text, see routing_key) and records the
-  // request there (in flight, and in its tree under cache-aware). `exclude`: a replica already
-  // tried for this request (-1: none).
-  RouteDecision route(std::string_view key, int exclude = -1);
+  // request there (in flight, and in its tree under cache-aware). `exclude`: replicas already
+  // tried for this request.
+  RouteDecision route(std::string_view key, const std::vector<int>& exclude = {});
   // The request sent by route() to `replica` ended.
   void finished(int replica);
   void set_healthy(int replica, bool healthy);
+  // The healthy replica with the fewest requests in flight, not in `exclude` (-1: none).
+  int least_loaded(const std::vector<int>& exclude) const;
 
   const std::vector<ReplicaState>& replicas() const { return replicas_; }
   const RoutingConfig& config() const { return config_; }
 
  private:
-  int least_loaded(int exclude) const;
-  bool unbalanced(int exclude) const;
+  // Healthy and not excluded.
+  bool candidate(int replica, const std::vector<int>& exclude) const;
+  bool unbalanced(const std::vector<int>& exclude) const;
 
   RoutingConfig config_;
   std::vector<ReplicaState> replicas_;

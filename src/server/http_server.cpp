@@ -24,24 +24,6 @@ constexpr auto kShutdownGrace = std::chrono::milliseconds(2000);
 // After a failed accept (say, out of file descriptors), wait before trying again.
 constexpr auto kAcceptRetry = std::chrono::milliseconds(50);
 
-enum class Route { HEALTH, METRICS, MODELS, COMPLETIONS, CHAT, TOKENIZE, DETOKENIZE };
-
-struct RouteEntry {
-  http::verb method;
-  std::string_view path;
-  Route route;
-};
-
-constexpr RouteEntry kRoutes[] = {
-    {http::verb::get, "/health", Route::HEALTH},
-    {http::verb::get, "/metrics", Route::METRICS},
-    {http::verb::get, "/v1/models", Route::MODELS},
-    {http::verb::post, "/v1/completions", Route::COMPLETIONS},
-    {http::verb::post, "/v1/chat/completions", Route::CHAT},
-    {http::verb::post, "/tokenize", Route::TOKENIZE},
-    {http::verb::post, "/detokenize", Route::DETOKENIZE},
-};
-
 HttpResponse to_http(const ApiResponse& api) {
   return HttpResponse{api.status, api.content_type, api.body};
 }
@@ -69,9 +51,9 @@ class HttpServer::Transport : public HttpRequestHandler {
  private:
   void accept();
   void on_accept(beast::error_code ec, net::ip::tcp::socket socket);
-  std::optional<Route> find_route(const HttpRequest& request, bool& path_known) const;
-  void serve_elsewhere(const std::shared_ptr<HttpConnection>& connection, Route route,
-                       HttpRequest request);
+  const ApiEndpoint* find_endpoint(const HttpRequest& request, bool& path_known) const;
+  void serve_elsewhere(const std::shared_ptr<HttpConnection>& connection,
+                       const ApiEndpoint& endpoint, HttpRequest request);
   // Runs `function` on the I/O thread and returns its result (the I/O thread must be running).
   template <typename Function>
   auto run_on_io(Function function) {
@@ -191,21 +173,23 @@ void HttpServer::Transport::shutdown() {
   io_.stop();
 }
 
-std::optional<Route> HttpServer::Transport::find_route(const HttpRequest& request,
-                                                       bool& path_known) const {
+const ApiEndpoint* HttpServer::Transport::find_endpoint(const HttpRequest& request,
+                                                         bool& path_known) const {
   path_known = false;
-  for (const RouteEntry& entry : kRoutes) {
-    if (entry.path != request.path) continue;
+  for (const ApiEndpoint& endpoint : server_.endpoints_) {
+    if (endpoint.path != request.path) continue;
     path_known = true;
-    if (entry.method == request.method) return entry.route;
+    const http::verb method =
+        endpoint.method == ApiMethod::GET ? http::verb::get : http::verb::post;
+    if (method == request.method) return &endpoint;
   }
-  return std::nullopt;
+  return nullptr;
 }
 
 std::optional<HttpResponse> HttpServer::Transport::check_headers(const HttpRequest& request) {
   bool path_known = false;
-  const std::optional<Route> route = find_route(request, path_known);
-  if (!route) {
+  const ApiEndpoint* endpoint = find_endpoint(request, path_known);
+  if (!endpoint) {
     if (path_known) {
       return error_response(ApiError{405, "method not allowed on " + request.path,
                                      ApiErrorType::INVALID_REQUEST, std::nullopt, std::nullopt});
@@ -213,7 +197,7 @@ std::optional<HttpResponse> HttpServer::Transport::check_headers(const HttpReque
     return error_response(not_found_error(
         "no route " + std::string(http::to_string(request.method)) + " " + request.path));
   }
-  if (*route == Route::HEALTH || *route == Route::METRICS) return std::nullopt;
+  if (!endpoint->needs_key) return std::nullopt;
   // The key is checked before the body is read: an unauthenticated client costs no memory.
   const ServerConfig& config = server_.config_;
   if (!config.api_keys.empty()) {
@@ -226,8 +210,7 @@ std::optional<HttpResponse> HttpServer::Transport::check_headers(const HttpReque
       return error_response(authentication_error("incorrect API key provided"));
   }
   if (!server_.ready_) return error_response(server_error("the model is still loading", 503));
-  if (server_.service_->n_in_flight() >= config.max_concurrent_requests &&
-      (*route == Route::COMPLETIONS || *route == Route::CHAT)) {
+  if (endpoint->generation && server_.api_->n_in_flight() >= config.max_concurrent_requests) {
     return error_response(rate_limit_error(
         "too many concurrent requests (the server serves at most " +
         std::to_string(config.max_concurrent_requests) + " at once); retry later"));
@@ -238,48 +221,31 @@ std::optional<HttpResponse> HttpServer::Transport::check_headers(const HttpReque
 void HttpServer::Transport::handle(const std::shared_ptr<HttpConnection>& connection,
                                    HttpRequest request) {
   bool path_known = false;
-  const Route route = *find_route(request, path_known);  // check_headers admitted it
-  switch (route) {
-    case Route::HEALTH:
+  const ApiEndpoint& endpoint = *find_endpoint(request, path_known);  // check_headers admitted it
+  if (!server_.ready_) {
+    // Only the open endpoints get here before the API is set.
+    if (request.path == "/health") {
       return connection->reply(
-          HttpResponse{server_.ready_ ? 200 : 503, "application/json",
-                       server_.ready_ ? R"({"status":"ok"})" : R"({"status":"loading"})"});
-    case Route::METRICS:
-      if (!server_.ready_)
-        return connection->reply(error_response(server_error("the model is still loading", 503)));
-      return connection->reply(to_http(server_.service_->metrics()));
-    case Route::MODELS:
-      return connection->reply(to_http(server_.service_->models()));
-    default:
-      return serve_elsewhere(connection, route, std::move(request));
+          HttpResponse{503, "application/json", R"({"status":"loading"})"});
+    }
+    return connection->reply(error_response(server_error("the model is still loading", 503)));
   }
+  if (endpoint.on_worker) return serve_elsewhere(connection, endpoint, std::move(request));
+  const std::string key = bearer_token(request.authorization).value_or("");
+  connection->reply(to_http(server_.api_->serve(endpoint, request.body, key, nullptr)));
 }
 
 void HttpServer::Transport::serve_elsewhere(const std::shared_ptr<HttpConnection>& connection,
-                                            Route route, HttpRequest request) {
+                                            const ApiEndpoint& endpoint, HttpRequest request) {
   const int32_t max_workers = server_.config_.max_concurrent_requests + kSpareWorkers;
   if (stopped_ || workers_.running() >= max_workers) {
     return connection->reply(error_response(server_error("the server is busy; retry later", 503)));
   }
   std::shared_ptr<ClientPresence> presence = connection->serve_elsewhere();
-  OpenAiService& service = *server_.service_;
-  auto work = [&service, connection, presence, route, request = std::move(request)] {
+  HttpApi& api = *server_.api_;
+  auto work = [&api, &endpoint, connection, presence, request = std::move(request)] {
     const std::string key = bearer_token(request.authorization).value_or("");
-    ApiResponse response;
-    switch (route) {
-      case Route::COMPLETIONS:
-        response = service.completions(request.body, key, presence);
-        break;
-      case Route::CHAT:
-        response = service.chat_completions(request.body, key, presence);
-        break;
-      case Route::TOKENIZE:
-        response = service.tokenize(request.body);
-        break;
-      default:
-        response = service.detokenize(request.body);
-        break;
-    }
+    ApiResponse response = api.serve(endpoint, request.body, key, presence);
     if (!response.stream) return connection->finish_elsewhere(to_http(response));
     response.stream(
         [&connection](std::string_view data) { return connection->write_stream(data); });
@@ -291,8 +257,10 @@ void HttpServer::Transport::serve_elsewhere(const std::shared_ptr<HttpConnection
   }
 }
 
-HttpServer::HttpServer(ServerConfig config)
-    : config_(std::move(config)), transport_(std::make_unique<Transport>(*this)) {}
+HttpServer::HttpServer(ServerConfig config, std::span<const ApiEndpoint> endpoints)
+    : config_(std::move(config)),
+      endpoints_(endpoints),
+      transport_(std::make_unique<Transport>(*this)) {}
 
 HttpServer::~HttpServer() {
   shutdown();
@@ -306,13 +274,18 @@ void HttpServer::serve() {
   transport_->serve();
 }
 
-void HttpServer::set_engine(Engine& engine) {
-  service_ = std::make_unique<OpenAiService>(engine, config_);
+void HttpServer::set_api(HttpApi& api) {
+  api_ = &api;
   ready_ = true;
 }
 
+void HttpServer::set_engine(Engine& engine) {
+  service_ = std::make_unique<OpenAiService>(engine, config_);
+  set_api(*service_);
+}
+
 void HttpServer::shutdown() {
-  if (ready_) service_->begin_shutdown();
+  if (ready_) api_->begin_shutdown();
   transport_->shutdown();
 }
 

@@ -118,7 +118,7 @@ void MetricsWriter::family(std::string_view name, std::string_view help, MetricT
   assert(type != MetricType::COUNTER || ends_with(name, "_total"));
   [[maybe_unused]] const bool inserted = written_names_.emplace(name).second;
   assert(inserted && "a metric family is written once");
-  current_name_ = std::string(kMetricPrefix) + std::string(name);
+  current_name_ = prefix_ + std::string(name);
   current_type_ = type;
   text_ += "# HELP " + current_name_ + " " + escape_help(help) + "\n";
   text_ += "# TYPE " + current_name_ + " " + type_name(type) + "\n";

@@ -71,6 +71,9 @@ class Histogram {
 // (asserted), matches [a-zA-Z_][a-zA-Z0-9_:]*, and counters end in "_total" (asserted).
 class MetricsWriter {
  public:
+  // `prefix` starts every exposed name ("trellis_router:" for the router).
+  explicit MetricsWriter(std::string_view prefix = kMetricPrefix) : prefix_(prefix) {}
+
   // Writes the # HELP and # TYPE lines; the samples that follow belong to this family.
   void family(std::string_view name, std::string_view help, MetricType type);
   // A sample of the current counter or gauge family.
@@ -92,6 +95,7 @@ class MetricsWriter {
   void write_sample(std::string_view suffix, const MetricLabels& labels, const std::string* le,
                     double value);
 
+  std::string prefix_;
   std::string text_;
   std::string current_name_;  // with the prefix; "" before the first family()
   MetricType current_type_ = MetricType::COUNTER;

@@ -492,6 +492,41 @@ void OpenAiService::begin_shutdown() {
   }
 }
 
+std::span<const ApiEndpoint> OpenAiService::endpoints() {
+  using E = OpenAiEndpoint;
+  static constexpr ApiEndpoint kEndpoints[] = {
+      {ApiMethod::GET, "/health", static_cast<int>(E::HEALTH), false, false, false},
+      {ApiMethod::GET, "/metrics", static_cast<int>(E::METRICS), false, false, false},
+      {ApiMethod::GET, "/v1/models", static_cast<int>(E::MODELS), true, false, false},
+      {ApiMethod::POST, "/v1/completions", static_cast<int>(E::COMPLETIONS), true, true, true},
+      {ApiMethod::POST, "/v1/chat/completions", static_cast<int>(E::CHAT), true, true, true},
+      {ApiMethod::POST, "/tokenize", static_cast<int>(E::TOKENIZE), true, true, false},
+      {ApiMethod::POST, "/detokenize", static_cast<int>(E::DETOKENIZE), true, true, false},
+  };
+  return kEndpoints;
+}
+
+ApiResponse OpenAiService::serve(const ApiEndpoint& endpoint, std::string_view body,
+                                 std::string_view api_key, std::shared_ptr<ClientPresence> client) {
+  switch (static_cast<OpenAiEndpoint>(endpoint.id)) {
+    case OpenAiEndpoint::HEALTH:
+      return ApiResponse{200, "application/json", R"({"status":"ok"})", {}};
+    case OpenAiEndpoint::METRICS:
+      return metrics();
+    case OpenAiEndpoint::MODELS:
+      return models();
+    case OpenAiEndpoint::COMPLETIONS:
+      return completions(body, api_key, std::move(client));
+    case OpenAiEndpoint::CHAT:
+      return chat_completions(body, api_key, std::move(client));
+    case OpenAiEndpoint::TOKENIZE:
+      return tokenize(body);
+    case OpenAiEndpoint::DETOKENIZE:
+      return detokenize(body);
+  }
+  return error_response(not_found_error("no such endpoint"));
+}
+
 ApiResponse OpenAiService::models() const {
   return json_response(200, models_list_json(config_.model_id, created_));
 }

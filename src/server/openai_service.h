@@ -24,6 +24,7 @@
 #include "engine/engine.h"
 #include "server/api_error.h"
 #include "server/client_presence.h"
+#include "server/http_api.h"
 #include "server/openai_protocol.h"
 #include "server/openai_response.h"
 #include "server/server_config.h"
@@ -31,20 +32,12 @@
 
 namespace trellis {
 
-// Writes one piece of an event stream; false when the client is gone (then stop writing).
-using StreamWriter = std::function<bool(std::string_view)>;
+enum class OpenAiEndpoint { HEALTH, METRICS, MODELS, COMPLETIONS, CHAT, TOKENIZE, DETOKENIZE };
 
-struct ApiResponse {
-  int status = 200;
-  std::string content_type = "application/json";
-  std::string body;
-  // Set for a stream (then body is unused): run once by the transport with a writer for the
-  // connection; returns when the stream ended or the client left (its requests are then cancelled).
-  std::function<void(const StreamWriter&)> stream;
-};
-
-class OpenAiService {
+class OpenAiService : public HttpApi {
  public:
+  // The endpoints above, for the transport (ApiEndpoint::id is an OpenAiEndpoint).
+  static std::span<const ApiEndpoint> endpoints();
   // `engine` must outlive the service. Errors when the configured chat template is unusable.
   OpenAiService(Engine& engine, ServerConfig config);
   ~OpenAiService();
@@ -60,10 +53,11 @@ class OpenAiService {
   ApiResponse detokenize(std::string_view body) const;
   ApiResponse metrics();
 
+  ApiResponse serve(const ApiEndpoint& endpoint, std::string_view body, std::string_view api_key,
+                    std::shared_ptr<ClientPresence> client) override;
   // Refuses new generation requests (503) and cancels the running ones.
-  void begin_shutdown();
-  // Generation requests being served now.
-  int32_t n_in_flight() const { return in_flight_.load(); }
+  void begin_shutdown() override;
+  int32_t n_in_flight() const override { return in_flight_.load(); }
   const ServerMetrics& server_metrics() const { return metrics_; }
   const ServerConfig& config() const { return config_; }
 

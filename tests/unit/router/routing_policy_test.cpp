@@ -54,13 +54,26 @@ TEST(Routing, UnbalancedLoadGoesToTheLeastLoaded) {
 
 TEST(Routing, NamespacesNeverMatchEachOther) {
   Router router(config(RoutingPolicy::CACHE_AWARE), 2);
-  EXPECT_EQ(router.route(routing_key("key-1", kSystemA)).replica, 0);
-  router.finished(0);
-  router.route(routing_key("key-9", "unrelated"));  // replica 0 busier than 1 now
+  EXPECT_EQ(router.route(routing_key("key-1", kSystemA)).replica, 0);  // replica 0 busier now
   RouteDecision d = router.route(routing_key("key-2", kSystemA));
   EXPECT_EQ(d.reason, RouteReason::LEAST_LOAD);  // the same text, another namespace: no match
   EXPECT_EQ(d.matched_bytes, 0u);
   EXPECT_EQ(d.replica, 1);
+}
+
+TEST(Routing, EquallyLoadedReplicasTieOnTheSmallerTree) {
+  Router router(config(RoutingPolicy::CACHE_AWARE), 3);
+  // Sequential requests (nothing in flight) with new prefixes spread over the replicas.
+  for (int i = 0; i < 3; ++i) {
+    const std::string system(100 + 10 * i, static_cast<char>('a' + i));
+    RouteDecision d = router.route(routing_key("", system));
+    EXPECT_EQ(d.replica, i);
+    EXPECT_EQ(d.reason, RouteReason::LEAST_LOAD);
+    router.finished(d.replica);
+  }
+  // Then the fourth goes to the smallest tree (replica 0, 100 bytes + the separator).
+  RouteDecision d = router.route(routing_key("", std::string(300, 'z')));
+  EXPECT_EQ(d.replica, 0);
 }
 
 TEST(Routing, RoundRobinAndLeastLoadSkipUnhealthyAndExcluded) {
@@ -69,7 +82,7 @@ TEST(Routing, RoundRobinAndLeastLoadSkipUnhealthyAndExcluded) {
   EXPECT_EQ(rr.route("a").replica, 1);
   rr.set_healthy(2, false);
   EXPECT_EQ(rr.route("a").replica, 0);
-  EXPECT_EQ(rr.route("a", /*exclude=*/1).replica, 0);
+  EXPECT_EQ(rr.route("a", /*exclude=*/{1}).replica, 0);
   Router least(config(RoutingPolicy::LEAST_LOAD), 2);
   EXPECT_EQ(least.route("a").replica, 0);
   EXPECT_EQ(least.route("a").replica, 1);
