@@ -23,5 +23,7 @@ void add_bench_workload_command(CLI::App& bench, int& exit_code);
 void add_bench_server_command(CLI::App& bench, int& exit_code);
 // `trellis bench block-size`.
 void add_bench_block_size_command(CLI::App& bench, int& exit_code);
+// `trellis bench router`: chat sessions through the router under each policy.
+void add_bench_router_command(CLI::App& bench, int& exit_code);
 
 }  // namespace trellis::cli

@@ -106,7 +106,7 @@ int run_route(RouteArgs& args, const std::vector<std::string>& extras) {
   std::thread serving([&server] { server.serve(); });
   server.set_api(router);
   waiter.serving();
-  std::fprintf(stderr, "listening on http://%s:%d (routing over %zu replicas, %s)\n",
+  std::fprintf(stderr, "router listening on http://%s:%d (over %zu replicas, %s)\n",
                server_config->host.c_str(), server.port(), config->replicas.size(),
                args.policy.c_str());
   const int signal = waiter.wait();

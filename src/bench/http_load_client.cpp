@@ -10,8 +10,13 @@ using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
 json chat_body(const std::string& system, const std::string& user, int32_t max_tokens) {
-  return {{"messages",
-           {{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", user}}}},
+  return conversation_body(
+      {{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", user}}},
+      max_tokens);
+}
+
+json conversation_body(json messages, int32_t max_tokens) {
+  return {{"messages", std::move(messages)},
           {"max_tokens", max_tokens},
           {"temperature", 0},
           {"ignore_eos", true},

@@ -23,6 +23,8 @@ struct ChatFigures {
 // The body of a greedy streaming chat request (system + user message, usage included), that
 // generates exactly max_tokens tokens.
 nlohmann::json chat_body(const std::string& system, const std::string& user, int32_t max_tokens);
+// The same for a whole conversation (`messages`: [{"role", "content"}, ...]).
+nlohmann::json conversation_body(nlohmann::json messages, int32_t max_tokens);
 
 // POSTs `body` to http://127.0.0.1:<port>/v1/chat/completions and reads the server-sent events
 // until the end. Errors name the HTTP status (with the body) or the transport failure.

@@ -191,11 +191,20 @@ class Server {
     argv.insert(argv.end(), extra_args.begin(), extra_args.end());
     process_ = std::make_unique<ChildProcess>(argv, testing::temp_dir() + "/" + name + ".log");
   }
+  // Any command that prints `<marker>HOST:PORT (` when it listens (`trellis route`).
+  static std::unique_ptr<Server> command(const std::vector<std::string>& argv,
+                                         const std::string& name, const std::string& marker) {
+    std::unique_ptr<Server> server(new Server());
+    server->marker_ = marker;
+    server->process_ =
+        std::make_unique<ChildProcess>(argv, testing::temp_dir() + "/" + name + ".log");
+    return server;
+  }
 
   // Empty on success, else what went wrong (with the log).
   std::string start() {
     const auto until = Clock::now() + kStartDeadline;
-    const std::string marker = "listening on http://";
+    const std::string& marker = marker_;
     while (port_ == 0) {
       const std::string log = process_->log();
       const size_t at = log.find(marker);
@@ -228,7 +237,10 @@ class Server {
   ChildProcess& process() { return *process_; }
 
  private:
+  Server() = default;
+
   std::unique_ptr<ChildProcess> process_;
+  std::string marker_ = "listening on http://";
   std::string host_;
   int port_ = 0;
 };
