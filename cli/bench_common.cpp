@@ -26,7 +26,13 @@ void ProgressPrinter::update(const std::string& stage, uint64_t done, uint64_t t
 }
 
 bool resolve_engine(EngineOptions& options, std::string& model_path, EngineConfig& engine) {
-  if (options.model.empty()) options.model = default_model_path();
+  if (options.model.empty()) {
+    options.model = default_model_path();
+    if (Status made = ensure_default_model(options.model); !made.ok()) {
+      print_error(made.error().message);
+      return false;
+    }
+  }
   model_path = options.model;
   Result<EngineConfig> config = options.engine_config();
   if (!config.ok()) {

@@ -28,8 +28,9 @@ class ProgressPrinter {
   std::string stage_;
 };
 
-// Sets `model_path` (-m, or the default model's path when not given; `options.model` too) and
-// `engine` (the engine config of the flags). False, the error printed, for a bad flag.
+// Sets `model_path` (-m, or the default model's path when not given, made if absent;
+// `options.model` too) and `engine` (the engine config of the flags). False, the error printed,
+// for a bad flag.
 bool resolve_engine(EngineOptions& options, std::string& model_path, EngineConfig& engine);
 
 // With --pipeline, each stage's layers, busy time (against `wall_s`, the bench's duration, to

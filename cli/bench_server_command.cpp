@@ -84,17 +84,7 @@ void add_bench_server_command(CLI::App& bench, int& exit_code) {
   cmd->add_flag("--json", args->json_output, "Print one JSON object");
   cmd->add_option("--out", args->out,
                   "Folder for results.json and results.csv (default bench-results/server-...)");
-  cmd->callback([&exit_code, args] {
-    if (args->engine.model.empty()) {
-      args->engine.model = default_model_path();
-      if (Status made = ensure_default_model(args->engine.model); !made.ok()) {
-        std::fprintf(stderr, "error: %s\n", made.error().message.c_str());
-        exit_code = 1;
-        return;
-      }
-    }
-    exit_code = run_bench_server(*args);
-  });
+  cmd->callback([&exit_code, args] { exit_code = run_bench_server(*args); });
 }
 
 }  // namespace trellis::cli

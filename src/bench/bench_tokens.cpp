@@ -12,4 +12,8 @@ std::vector<TokenId> bench_tokens(int32_t n, int64_t n_vocab, uint32_t seed) {
   return ids;
 }
 
+std::string bench_text(const Tokenizer& tokenizer, int32_t n, uint32_t seed) {
+  return tokenizer.decode(bench_tokens(n, tokenizer.vocab().size(), seed));
+}
+
 }  // namespace trellis::bench

@@ -26,10 +26,6 @@ constexpr uint32_t kSystemSeed = 300;
 constexpr uint32_t kUserSeed = 5000;
 constexpr uint32_t kWarmUpSeed = 77;
 
-std::string bench_text(const Tokenizer& tokenizer, int32_t n, uint32_t seed) {
-  return tokenizer.decode(bench_tokens(n, tokenizer.vocab().size(), seed));
-}
-
 // A replica: an engine and the OpenAI server on it, on a free loopback port.
 class BenchReplica {
  public:

@@ -30,11 +30,6 @@ struct RunFigures {
   std::vector<ChatFigures> requests;  // client-major order
 };
 
-// The text of n pseudo-random tokens: stable across runs, tokenizes to about n tokens.
-std::string bench_text(const Tokenizer& tokenizer, int32_t n, uint32_t seed) {
-  return tokenizer.decode(bench_tokens(n, tokenizer.vocab().size(), seed));
-}
-
 Result<RunFigures> run_clients(const ServerBenchOptions& options, bool cache_on,
                                const Observer& observer) {
   EngineConfig engine_config = options.engine;

@@ -51,24 +51,11 @@ class TestRouter {
     thread_.join();
   }
 
-  httplib::Client client() const {
-    httplib::Client c("127.0.0.1", server_->port());
-    c.set_read_timeout(60, 0);
-    c.set_connection_timeout(5, 0);
-    return c;
-  }
+  httplib::Client client() const { return loopback_client(server_->port()); }
   HttpReply post(const std::string& path, const json& body, const std::string& key = "") const {
-    httplib::Client c = client();
-    httplib::Headers headers;
-    if (!key.empty()) headers.emplace("Authorization", "Bearer " + key);
-    httplib::Result r = c.Post(path.c_str(), headers, body.dump(), "application/json");
-    return r ? HttpReply{r->status, r->body} : HttpReply{};
+    return loopback_post(server_->port(), path, body.dump(), key);
   }
-  HttpReply get(const std::string& path) const {
-    httplib::Client c = client();
-    httplib::Result r = c.Get(path.c_str());
-    return r ? HttpReply{r->status, r->body} : HttpReply{};
-  }
+  HttpReply get(const std::string& path) const { return loopback_get(server_->port(), path); }
   // A router metric sample "name{labels}" (without the prefix); -1 when absent.
   double metric(const std::string& sample) const {
     const std::string text = get("/metrics").body;

@@ -69,6 +69,30 @@ inline httplib::Request streaming_completion(const nlohmann::json& prompt, int m
   return req;
 }
 
+// A client of 127.0.0.1:port with bounded waits, and one request through it (`api_key` sent as a
+// bearer token when not empty).
+inline httplib::Client loopback_client(int port) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(60, 0);
+  c.set_connection_timeout(5, 0);
+  return c;
+}
+inline HttpReply loopback_post(int port, const std::string& path, const std::string& body,
+                               const std::string& api_key = "") {
+  httplib::Client c = loopback_client(port);
+  httplib::Headers headers;
+  if (!api_key.empty()) headers.emplace("Authorization", "Bearer " + api_key);
+  httplib::Result r = c.Post(path.c_str(), headers, body, "application/json");
+  return r ? HttpReply{r->status, r->body} : HttpReply{};
+}
+inline HttpReply loopback_get(int port, const std::string& path, const std::string& api_key = "") {
+  httplib::Client c = loopback_client(port);
+  httplib::Headers headers;
+  if (!api_key.empty()) headers.emplace("Authorization", "Bearer " + api_key);
+  httplib::Result r = c.Get(path.c_str(), headers);
+  return r ? HttpReply{r->status, r->body} : HttpReply{};
+}
+
 class TestServer {
  public:
   explicit TestServer(ServerConfig config = {}, EngineConfig engine_config = default_engine()) {
@@ -100,31 +124,17 @@ class TestServer {
     }
   }
 
-  httplib::Client client() const {
-    httplib::Client c("127.0.0.1", server_->port());
-    c.set_read_timeout(60, 0);
-    c.set_connection_timeout(5, 0);
-    return c;
-  }
-
+  httplib::Client client() const { return loopback_client(server_->port()); }
   HttpReply post(const std::string& path, const std::string& body,
                  const std::string& api_key = "") const {
-    httplib::Client c = client();
-    httplib::Headers headers;
-    if (!api_key.empty()) headers.emplace("Authorization", "Bearer " + api_key);
-    httplib::Result r = c.Post(path.c_str(), headers, body, "application/json");
-    return r ? HttpReply{r->status, r->body} : HttpReply{};
+    return loopback_post(server_->port(), path, body, api_key);
   }
   HttpReply post(const std::string& path, const nlohmann::json& body,
                  const std::string& api_key = "") const {
     return post(path, body.dump(), api_key);
   }
   HttpReply get(const std::string& path, const std::string& api_key = "") const {
-    httplib::Client c = client();
-    httplib::Headers headers;
-    if (!api_key.empty()) headers.emplace("Authorization", "Bearer " + api_key);
-    httplib::Result r = c.Get(path.c_str(), headers);
-    return r ? HttpReply{r->status, r->body} : HttpReply{};
+    return loopback_get(server_->port(), path, api_key);
   }
 
   // The value of an unlabelled metric, or of one sample `name{labels}`; -1 when absent.
