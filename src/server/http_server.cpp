@@ -10,6 +10,7 @@
 
 #include "server/auth.h"
 #include "server/http_connection.h"
+#include "server/static_site.h"
 #include "server/worker_threads.h"
 
 namespace trellis {
@@ -24,7 +25,7 @@ constexpr auto kShutdownGrace = std::chrono::milliseconds(2000);
 // After a failed accept (say, out of file descriptors), wait before trying again.
 constexpr auto kAcceptRetry = std::chrono::milliseconds(50);
 
-enum class Route { HEALTH, METRICS, MODELS, COMPLETIONS, CHAT, TOKENIZE, DETOKENIZE };
+enum class Route { HEALTH, METRICS, MODELS, COMPLETIONS, CHAT, TOKENIZE, DETOKENIZE, PAGE };
 
 struct RouteEntry {
   http::verb method;
@@ -194,6 +195,10 @@ void HttpServer::Transport::shutdown() {
 std::optional<Route> HttpServer::Transport::find_route(const HttpRequest& request,
                                                        bool& path_known) const {
   path_known = false;
+  if (find_static_file(request.path)) {  // the chat page: "/" and "/chat/<file>"
+    path_known = true;
+    if (request.method == http::verb::get) return Route::PAGE;
+  }
   for (const RouteEntry& entry : kRoutes) {
     if (entry.path != request.path) continue;
     path_known = true;
@@ -213,7 +218,9 @@ std::optional<HttpResponse> HttpServer::Transport::check_headers(const HttpReque
     return error_response(not_found_error(
         "no route " + std::string(http::to_string(request.method)) + " " + request.path));
   }
-  if (*route == Route::HEALTH || *route == Route::METRICS) return std::nullopt;
+  // Open without a key: the chat page asks for one when the API wants it.
+  if (*route == Route::HEALTH || *route == Route::METRICS || *route == Route::PAGE)
+    return std::nullopt;
   // The key is checked before the body is read: an unauthenticated client costs no memory.
   const ServerConfig& config = server_.config_;
   if (!config.api_keys.empty()) {
@@ -250,6 +257,12 @@ void HttpServer::Transport::handle(const std::shared_ptr<HttpConnection>& connec
       return connection->reply(to_http(server_.service_->metrics()));
     case Route::MODELS:
       return connection->reply(to_http(server_.service_->models()));
+    case Route::PAGE: {
+      const StaticFile file = *find_static_file(request.path);
+      return connection->reply(HttpResponse{200, std::string(file.content_type),
+                                            std::string(file.bytes),
+                                            std::string(static_file_headers())});
+    }
     default:
       return serve_elsewhere(connection, route, std::move(request));
   }
