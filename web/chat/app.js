@@ -221,12 +221,13 @@ function updateMessage(conversation, message) {
 function renderButtons() {
   const busy = state.generation !== null;
   const conversation = current();
-  ui.send.disabled = busy;
+  ui.send.hidden = busy;  // Stop takes its place while a reply streams
   ui.stop.hidden = !busy;
   ui.regenerate.disabled = busy || !conversation.messages.some((m) => m.role === 'user');
 }
 
 function renderAll() {
+  current();  // there is always an open conversation, even a new empty one
   renderConversationList();
   renderConversation();
   renderButtons();
