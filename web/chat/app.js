@@ -179,6 +179,8 @@ function fillMessage(article, message) {
     }
   }
   article.classList.toggle('streaming', Boolean(message.streaming));
+  // Screen readers hear a streaming reply once it is complete, not token by token.
+  article.setAttribute('aria-busy', String(Boolean(message.streaming)));
   article.querySelector('.stats').replaceChildren(...formatStats(message.stats ?? {}));
 }
 
@@ -273,7 +275,7 @@ async function connect() {
 
 function keyProblem(err) {
   if (!state.apiKey) return 'This server requires an API key. Enter it to chat.';
-  return `The server did not accept the saved API key (${err.message}). Check it and enter it again.`;
+  return `The server did not accept this API key (${err.message}). Check it and enter it again.`;
 }
 
 function askForKey(message) {

@@ -80,6 +80,21 @@ export function renderInline(text, parent, doc = document) {
       i += n;
       continue;
     }
+    if ((c === '*' || c === '_') && text.startsWith(c.repeat(3), i) && text[i + 3] !== c &&
+        !/\s/.test(text[i + 3] ?? ' ')) {
+      // ***both***: bold and italic at once.
+      const close = text.indexOf(c.repeat(3), i + 4);
+      if (close !== -1 && !/\s/.test(text[close - 1])) {
+        flush();
+        const strong = doc.createElement('strong');
+        const em = doc.createElement('em');
+        renderInline(text.slice(i + 3, close), em, doc);
+        strong.append(em);
+        parent.append(strong);
+        i = close + 3;
+        continue;
+      }
+    }
     if (c === '*' || c === '_') {
       const before = i > 0 ? text[i - 1] : ' ';
       // Underscores inside words (snake_case) are never emphasis.
@@ -211,12 +226,9 @@ function parseList(doc, lines, start) {
       i++;
     }
     const blocks = renderBlocks(doc, body);
-    // A single paragraph item is shown inline (a "tight" list).
-    if (blocks.childNodes.length === 1 && blocks.firstChild.nodeName === 'P') {
-      li.append(...blocks.firstChild.childNodes);
-    } else {
-      li.append(blocks);
-    }
+    // The item's first paragraph is shown inline (a "tight" list), nested lists below it.
+    if (blocks.firstChild?.nodeName === 'P') blocks.firstChild.replaceWith(...blocks.firstChild.childNodes);
+    li.append(blocks);
     list.append(li);
     if (i < lines.length && lines[i].trim() === '' && i + 1 < lines.length &&
         LIST_ITEM.test(lines[i + 1]) && indentOf(LIST_ITEM.exec(lines[i + 1])[1]) === baseIndent) {
