@@ -84,9 +84,9 @@ TEST(ChatPageServer, ServesTheEmbeddedFilesWithoutAKey) {
   EXPECT_EQ(curl("POST", server->url("/"), "{}").status, 405);
   EXPECT_EQ(curl("GET", server->url("/v1/models")).status, 401);
 
-  EXPECT_NE(server->log().find("chat page: http://127.0.0.1:" + std::to_string(server->port()) +
-                               "/"),
-            std::string::npos)
+  EXPECT_NE(
+      server->log().find("chat page: http://127.0.0.1:" + std::to_string(server->port()) + "/"),
+      std::string::npos)
       << server->log();
   stop_server(*server);
 }
@@ -119,10 +119,10 @@ bool browser_required() {
   return env != nullptr && std::string(env) == "1";
 }
 
-#define REQUIRE_BROWSER()                                                              \
-  if (std::string why = browser_unavailable(); !why.empty()) {                         \
-    if (browser_required()) FAIL() << "TRELLIS_REQUIRE_BROWSER=1, but " << why;       \
-    GTEST_SKIP() << why;                                                               \
+#define REQUIRE_BROWSER()                                                       \
+  if (std::string why = browser_unavailable(); !why.empty()) {                  \
+    if (browser_required()) FAIL() << "TRELLIS_REQUIRE_BROWSER=1, but " << why; \
+    GTEST_SKIP() << why;                                                        \
   }
 
 // Where the screenshots go: $TRELLIS_TEST_OUTPUT/chat, else <build>/test-output/chat.
@@ -134,7 +134,8 @@ std::string screenshot_dir() {
 
 // Runs the browser script in `mode` against `server` and checks its summary.
 void run_browser_check(Server& server, const std::string& mode, const std::string& key) {
-  const fs::path script = fs::path(TRELLIS_SOURCE_DIR) / "tests" / "browser" / "chat_page_check.mjs";
+  const fs::path script =
+      fs::path(TRELLIS_SOURCE_DIR) / "tests" / "browser" / "chat_page_check.mjs";
   ASSERT_TRUE(fs::exists(script)) << script;
   const std::string modules = puppeteer_node_modules();
   const CommandResult run =

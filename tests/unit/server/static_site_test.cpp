@@ -46,10 +46,10 @@ TEST(StaticSiteTest, ContentTypesByExtension) {
 }
 
 TEST(StaticSiteTest, OnlyTheEmbeddedNamesMatch) {
-  for (const char* path : {"", "/index.html", "/chat", "/chat/", "/chat//app.js",
-                           "/chat/../chat/app.js", "/chat/./app.js", "/chat/APP.JS",
-                           "/chat/app.js/", "/chat/%61pp.js", "/v1/models", "/health",
-                           "chat/app.js", "/x/chat/app.js"}) {
+  for (const char* path :
+       {"", "/index.html", "/chat", "/chat/", "/chat//app.js", "/chat/../chat/app.js",
+        "/chat/./app.js", "/chat/APP.JS", "/chat/app.js/", "/chat/%61pp.js", "/v1/models",
+        "/health", "chat/app.js", "/x/chat/app.js"}) {
     EXPECT_FALSE(find_static_file(path).has_value()) << path;
   }
 }
