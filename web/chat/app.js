@@ -11,6 +11,7 @@ import * as store from './store.js';
 
 const METRICS_INTERVAL_MS = 2000;
 const RETRY_INTERVAL_MS = 1000;
+const MIN_DECODE_SPAN_MS = 100;  // the shortest stream a decode speed is measured over
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -396,10 +397,14 @@ async function generate() {
     reply.stats.cachedTokens = usage.prompt_tokens_details?.cached_tokens ?? 0;
     reply.stats.completionTokens = usage.completion_tokens;
   }
-  // Decode speed: the tokens after the first over the time after the first.
+  // Decode speed: the tokens after the first over the time after the first. A reply that
+  // arrived in a burst (a fast model, or a network that batches) gives no such span: then the
+  // whole request's rate, from sending it to its end.
   const generated = usage?.completion_tokens ?? pieces;
-  if (firstAt !== null && generated > 1 && ended > firstAt) {
-    reply.stats.tokensPerSecond = ((generated - 1) * 1000) / (ended - firstAt);
+  if (firstAt !== null && generated > 1) {
+    reply.stats.tokensPerSecond = ended - firstAt >= MIN_DECODE_SPAN_MS
+                                      ? ((generated - 1) * 1000) / (ended - firstAt)
+                                      : (generated * 1000) / (ended - started);
   }
   reply.streaming = false;
   state.generation = null;
