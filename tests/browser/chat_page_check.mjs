@@ -80,6 +80,7 @@ function expect(condition, message) {
   if (!condition) throw new Error(message);
 }
 
+let browser;
 let page;
 const pageErrors = [];
 
@@ -271,6 +272,8 @@ async function chatChecks() {
     expect(titles.length === 2, `conversations after reload: ${JSON.stringify(titles)}`);
     const open = await page.$eval('#messages article.user .body', (b) => b.textContent);
     expect(open === 'Write a very long story.', `open chat after reload: ${open}`);
+    const maxTokens = await page.$eval('#max-tokens', (i) => i.value);
+    expect(maxTokens === '16', `max tokens after reload: ${maxTokens}`);
     await page.click('#conversation-list li:nth-child(2) .conversation');
     await until(() => document.querySelectorAll('#messages article.assistant').length === 2, 'its replies');
     const cached = await page.$$eval('#messages [data-stat="cached"]', (s) => s.map((x) => x.textContent));
@@ -374,6 +377,29 @@ async function keyChecks() {
     expect(!(await page.$eval('#key-dialog', (d) => d.open)), 'asked again after a reload');
   });
 
+  await check('a key refused while sending is asked for, then the reply is sent', async () => {
+    // Another tab saves a key the server refuses; this tab picks it up (storage event) and its
+    // next message gets a 401: the page asks for the key and then sends the reply it owes.
+    const other = await browser.newPage();
+    await other.goto(baseURL, { waitUntil: 'load' });
+    await other.evaluate(() => localStorage.setItem('trellis.chat.apiKey', JSON.stringify('revoked')));
+    await other.close();
+    await page.bringToFront();
+    const before = await replyCount();
+    await sendMessage('One more');
+    await until(() => document.querySelector('#key-dialog').open &&
+                      /did not accept/.test(document.querySelector('#key-message').textContent),
+                'the key dialog');
+    expect((await replyCount()) === before, 'a refused reply stayed in the conversation');
+    await page.type('#key-input', apiKey);
+    await page.keyboard.press('Enter');
+    const reply = await waitForReply(before);
+    expect(reply.finish !== 'failed' && reply.text.length > 0, `reply: ${JSON.stringify(reply)}`);
+    const users = await page.$$eval('#messages article.user .body', (b) => b.map((x) => x.textContent));
+    expect(users.at(-1) === 'One more' && users.filter((u) => u === 'One more').length === 1,
+           `messages: ${JSON.stringify(users)}`);
+  });
+
   await check('a key that stops working is asked for again when sending', async () => {
     await page.evaluate(() => localStorage.setItem('trellis.chat.apiKey', JSON.stringify('stale')));
     await page.reload({ waitUntil: 'load' });
@@ -401,7 +427,7 @@ async function main() {
   }
   fs.mkdirSync(outDir, { recursive: true });
   const profile = fs.mkdtempSync(path.join(outDir, '.profile-'));
-  const browser = await puppeteer.launch({
+  browser = await puppeteer.launch({
     executablePath: chromium,
     headless: true,
     userDataDir: profile,
