@@ -24,7 +24,7 @@ std::string_view content_type_of(std::string_view name) {
       {".txt", "text/plain; charset=utf-8"},
   }};
   for (const auto& [extension, type] : kTypes) {
-    if (name.size() >= extension.size() && name.ends_with(extension)) return type;
+    if (name.ends_with(extension)) return type;
   }
   return "application/octet-stream";
 }
@@ -47,8 +47,8 @@ std::optional<StaticFile> find_static_file(std::string_view path) {
 }
 
 std::string_view static_file_headers() {
-  return "Content-Security-Policy: default-src 'self'; img-src 'self' data:; "
-         "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'\r\n"
+  return "Content-Security-Policy: default-src 'self'; object-src 'none'; base-uri 'none'; "
+         "form-action 'none'; frame-ancestors 'none'\r\n"
          "X-Content-Type-Options: nosniff\r\n"
          "Referrer-Policy: no-referrer\r\n"
          "Cache-Control: no-cache\r\n";
