@@ -37,9 +37,8 @@ TEST(StaticSiteTest, EveryEmbeddedFileIsServedByteForByte) {
     ASSERT_TRUE(served.has_value()) << file.path;
     const std::string source = source_file(std::string(file.path));
     // Compared whole; on a difference only the sizes are printed, not the files.
-    EXPECT_TRUE(served->bytes == source)
-        << file.path << ": " << served->bytes.size() << " bytes embedded, " << source.size()
-        << " in web/chat/";
+    EXPECT_TRUE(served->bytes == source) << file.path << ": " << served->bytes.size()
+                                         << " bytes embedded, " << source.size() << " in web/chat/";
   }
 }
 
