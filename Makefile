@@ -1,7 +1,8 @@
 # The two commands of the README, and a few conveniences for development.
 #   make run    install what is missing, build Release, run the main job on the default model,
 #               then a short `bench phi` that plots what the prefix cache saves
-#   make serve  the same set-up, then the OpenAI-compatible server on the default model
+#   make serve  the same set-up, then the OpenAI-compatible server on the default model (it
+#               prints the address of its chat page: http://127.0.0.1:8080/)
 #   make test   install what is missing, build with -Werror, run every test, then again under
 #               AddressSanitizer + UndefinedBehaviorSanitizer, the concurrent parts under
 #               ThreadSanitizer, the NEON kernels cross-built for AArch64 and run under qemu,
@@ -42,6 +43,7 @@ build:
 
 unit-test: build
 	scripts/setup-node-client.sh $(BUILD)/node
+	scripts/setup-browser-test.sh $(BUILD)/node
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
 asan-test:

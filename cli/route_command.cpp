@@ -76,6 +76,7 @@ int run_route(RouteArgs& args, const std::vector<std::string>& extras) {
   Result<ServerConfig> server_config = args.front.server_config();
   if (!server_config.ok()) return fail(server_config.error().message);
   server_config->model_id = "router";
+  server_config->chat_page = false;  // its metrics panel reads a replica's /metrics
   Result<RouterConfig> config = router_config(args);
   if (!config.ok()) return fail(config.error().message);
   if (args.spawn < 0) return fail("--spawn must be >= 0");

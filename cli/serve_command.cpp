@@ -92,6 +92,13 @@ int run_serve(ServeArgs& args) {
   std::fprintf(stderr, "ready: model %s, context %d, %d threads, cache isolation %s%s\n",
                config->model_id.c_str(), engine->n_ctx(), engine->n_threads(),
                args.front.cache_isolation.c_str(), config->api_keys.empty() ? "" : ", API key required");
+  // The chat page; an address that listens everywhere is opened through loopback.
+  const bool any = config->host == "0.0.0.0" || config->host == "::" || config->host.empty();
+  const std::string page_host = any ? "127.0.0.1"
+                                : config->host.find(':') != std::string::npos
+                                    ? "[" + config->host + "]"
+                                    : config->host;
+  std::fprintf(stderr, "chat page: http://%s:%d/\n", page_host.c_str(), server.port());
   const int signal = waiter.wait();
   std::fprintf(stderr, "%s: shutting down (running requests are cancelled)\n",
                SignalWaiter::name(signal));

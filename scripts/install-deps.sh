@@ -10,6 +10,7 @@ packages=(
   libboost1.81-dev  # Boost.Beast and Asio: the HTTP server
   openmpi-bin libopenmpi-dev  # `--pipeline`: a model's layers split over MPI ranks
   curl nodejs npm  # the server's tests drive it with curl and the `openai` npm client
+  chromium  # the chat page's browser test (headless, driven by puppeteer-core)
   clang libclang-rt-dev
   g++-aarch64-linux-gnu qemu-user-static
   gnuplot-nox  # PNG plots of `trellis bench` (optional: without it the benches only warn)
@@ -17,7 +18,7 @@ packages=(
 
 # Tools that may come from elsewhere (a NodeSource nodejs bundles npm and conflicts with Debian's
 # npm package): present when their command is.
-declare -A commands=([nodejs]=node [npm]=npm [curl]=curl)
+declare -A commands=([nodejs]=node [npm]=npm [curl]=curl [chromium]=chromium)
 
 missing=()
 for p in "${packages[@]}"; do

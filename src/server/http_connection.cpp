@@ -19,11 +19,14 @@ std::string reason(int status) {
                                                     : std::string(text.data(), text.size());
 }
 
-// The status line and headers; content_length nullopt: a chunked body.
+// The status line and headers; content_length nullopt: a chunked body. `extra_headers`: whole
+// header lines, each ending "\r\n".
 std::string response_head(int status, std::string_view content_type, bool keep_alive,
-                          std::optional<size_t> content_length) {
+                          std::optional<size_t> content_length,
+                          std::string_view extra_headers = {}) {
   std::string head = "HTTP/1.1 " + std::to_string(status) + " " + reason(status) + "\r\n";
   head += "Content-Type: " + std::string(content_type) + "\r\n";
+  head += extra_headers;
   if (content_length) {
     head += "Content-Length: " + std::to_string(*content_length) + "\r\n";
   } else {
@@ -34,7 +37,7 @@ std::string response_head(int status, std::string_view content_type, bool keep_a
 }
 
 std::string whole_response(const HttpResponse& r, bool keep_alive) {
-  return response_head(r.status, r.content_type, keep_alive, r.body.size()) + r.body;
+  return response_head(r.status, r.content_type, keep_alive, r.body.size(), r.headers) + r.body;
 }
 
 // One chunk of a chunked body; `data` must not be empty (an empty chunk ends the body).

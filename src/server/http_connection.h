@@ -41,6 +41,7 @@ struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  std::string headers{};  // more header lines, each ending "\r\n" (empty for the API's answers)
 };
 
 class HttpConnection;

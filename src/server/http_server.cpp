@@ -10,6 +10,7 @@
 
 #include "server/auth.h"
 #include "server/http_connection.h"
+#include "server/static_site.h"
 #include "server/worker_threads.h"
 
 namespace trellis {
@@ -23,6 +24,10 @@ constexpr int32_t kSpareWorkers = 16;
 constexpr auto kShutdownGrace = std::chrono::milliseconds(2000);
 // After a failed accept (say, out of file descriptors), wait before trying again.
 constexpr auto kAcceptRetry = std::chrono::milliseconds(50);
+
+// The chat page's files ("/" and "/chat/<file>", server/static_site.h): open without a key
+// (the page asks for one when the API wants it), served by the transport itself.
+constexpr ApiEndpoint kChatPage{ApiMethod::GET, "", -1, false, false, false};
 
 HttpResponse to_http(const ApiResponse& api) {
   return HttpResponse{api.status, api.content_type, api.body};
@@ -176,6 +181,10 @@ void HttpServer::Transport::shutdown() {
 const ApiEndpoint* HttpServer::Transport::find_endpoint(const HttpRequest& request,
                                                          bool& path_known) const {
   path_known = false;
+  if (server_.config_.chat_page && find_static_file(request.path)) {
+    path_known = true;
+    if (request.method == http::verb::get) return &kChatPage;
+  }
   for (const ApiEndpoint& endpoint : server_.endpoints_) {
     if (endpoint.path != request.path) continue;
     path_known = true;
@@ -222,6 +231,12 @@ void HttpServer::Transport::handle(const std::shared_ptr<HttpConnection>& connec
                                    HttpRequest request) {
   bool path_known = false;
   const ApiEndpoint& endpoint = *find_endpoint(request, path_known);  // check_headers admitted it
+  if (&endpoint == &kChatPage) {
+    const StaticFile file = *find_static_file(request.path);
+    return connection->reply(HttpResponse{200, std::string(file.content_type),
+                                          std::string(file.bytes),
+                                          std::string(static_file_headers())});
+  }
   if (!server_.ready_) {
     // Only the open endpoints get here before the API is set.
     if (request.path == "/health") {

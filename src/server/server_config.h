@@ -48,6 +48,8 @@ struct ServerConfig {
   int32_t max_concurrent_requests = 256;
   // One line per request on stderr.
   bool log_requests = true;
+  // GET / serves the chat page (server/static_site.h).
+  bool chat_page = true;
 };
 
 }  // namespace trellis
