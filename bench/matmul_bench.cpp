@@ -1,5 +1,6 @@
 // Matmul throughput per weight type on TinyLlama-shaped matrices (n_out x n_in): 2048x2048
-// (attention), 5632x2048 (FFN gate/up), 2048x5632 (FFN down); decode (1 token) and prefill (64
+// (attention), 5632x2048 (FFN gate/up), 2048x5632 (FFN down); decode (1 token), batched decode
+// (8 tokens) and prefill (64
 // tokens); 1 and 2 threads; the best ISA variant. Counters: GFLOP/s (2 flops per weight per
 // token) and GB/s (weight bytes read per call; decode is bound by this one). q4_0_packed: Q4_0 in
 // the layout the best variant packs it to at model load, where it has one (kernels/weight_pack.h).
@@ -98,7 +99,7 @@ const int kRegistered = [] {
     const DType type = variant.first;
     const bool packed = variant.second;
     for (const auto& shape : shapes) {
-      for (int64_t n_tokens : {1, 64}) {
+      for (int64_t n_tokens : {1, 8, 64}) {
         for (int n_threads : {1, 2}) {
           const std::string name = std::string(dtype_name(type)) + (packed ? "_packed" : "") + "/" +
                                    std::to_string(shape[0]) + "x" + std::to_string(shape[1]) +
@@ -109,6 +110,7 @@ const int kRegistered = [] {
                                          run(state, type, shape[0], shape[1], n_tokens, n_threads,
                                              packed);
                                        })
+              ->MeasureProcessCPUTime()
               ->UseRealTime()
               ->Unit(benchmark::kMicrosecond);
         }
