@@ -353,7 +353,8 @@ Result<BlockRecord> DiskTier::read_record(const BlockKey& key) {
 }
 
 std::vector<BlockRecord> DiskTier::read_chain(const NamespaceDigest& ns,
-                                              std::span<const TokenId> tokens, int32_t max_blocks) {
+                                              std::span<const TokenId> tokens, int32_t first_block,
+                                              int32_t max_blocks) {
   const auto start = std::chrono::steady_clock::now();
   const int32_t B = geometry_.block_size;
   const int32_t n_whole = std::min<int32_t>(max_blocks, static_cast<int32_t>(tokens.size()) / B);
@@ -363,6 +364,10 @@ std::vector<BlockRecord> DiskTier::read_chain(const NamespaceDigest& ns,
     const auto block_tokens =
         tokens.subspan(static_cast<size_t>(j) * static_cast<size_t>(B), static_cast<size_t>(B));
     const BlockKey key = chain_block_key(parent, ns, block_tokens);
+    if (j < first_block) {  // held elsewhere: only its key is needed
+      parent = key;
+      continue;
+    }
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!index_.contains(key)) break;

@@ -102,7 +102,13 @@ class DiskTier {
   // expects. Stops at the first block missing or failing verification (that one is dropped from
   // the index and deleted). Touches the blocks read.
   std::vector<BlockRecord> read_chain(const NamespaceDigest& ns, std::span<const TokenId> tokens,
-                                      int32_t max_blocks);
+                                      int32_t max_blocks) {
+    return read_chain(ns, tokens, 0, max_blocks);
+  }
+  // The same from block first_block on (the blocks before it are held elsewhere): returns blocks
+  // first_block, first_block + 1, ..., below max_blocks.
+  std::vector<BlockRecord> read_chain(const NamespaceDigest& ns, std::span<const TokenId> tokens,
+                                      int32_t first_block, int32_t max_blocks);
 
   DiskTierStats stats() const;
   // Indexed keys, least recently used first (tests).
