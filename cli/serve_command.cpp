@@ -231,6 +231,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   args->engine.add_to(*cmd, /*model_required=*/false);
   args->engine.add_pipeline_options(*cmd);
   args->engine.add_scheduler_options(*cmd);
+  args->engine.add_disk_tier_options(*cmd);
   cmd->add_option("--host", args->host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", args->port, "Port (0: any free one)")->capture_default_str();
   cmd->add_option("--api-key", args->api_keys,
