@@ -80,5 +80,23 @@ TEST_F(CliDiskTierTest, BadFlagsAndABusyDirectoryAreClearErrors) {
   EXPECT_NE(refused.output.find("in use by another process"), std::string::npos) << refused.output;
 }
 
+TEST_F(CliDiskTierTest, BenchRestartFindsTheSystemPromptOnDiskAfterARestart) {
+  const std::string out = testing::temp_dir() + "/bench-restart";
+  CommandResult r = run_cli(
+      "bench restart -m " + model_ + " -B 8 -L 100 -n 3 --reps 2 --json --out " + out, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json record = nlohmann::json::parse(r.output);
+  const nlohmann::json& results = record["results"];
+  EXPECT_EQ(results["outputs_match"], true);
+  const nlohmann::json& phases = results["phases"];
+  ASSERT_EQ(phases.size(), 3u);
+  EXPECT_EQ(phases[0]["phase"], "cold");
+  EXPECT_EQ(phases[0]["cached_tokens"], 0);
+  EXPECT_EQ(phases[1]["cached_tokens"], 100);  // the system prompt, in memory
+  EXPECT_EQ(phases[1]["disk_cached_tokens"], 0);
+  EXPECT_EQ(phases[2]["disk_cached_tokens"], 96);  // its whole blocks, from disk
+  EXPECT_TRUE(std::filesystem::exists(out + "/results.json"));
+}
+
 }  // namespace
 }  // namespace trellis
