@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "base/sha256.h"
 #include "test_support.h"
 
 namespace trellis {
@@ -147,6 +148,38 @@ TEST(BlockKeyTest, KeysChainThroughEveryEarlierTokenAndTheNamespace) {
     EXPECT_NE(ka[j], kc[j]) << j;
   }
   EXPECT_EQ(ka, chain_block_keys(namespace_digest(""), a, 4, 3));
+}
+
+TEST(TierIdentityTest, TheModelHashIsRememberedBySizeAndModificationTime) {
+  const std::string dir = fresh_dir("memo");
+  fs::create_directories(dir);
+  const std::string model = dir + "/model.bin", memo = dir + "/model-digests";
+  std::ofstream(model) << "weights";
+  Result<std::string> direct = sha256_file(model);
+  ASSERT_TRUE(direct.ok());
+  Result<std::string> first = remembered_file_sha256(model, memo);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_EQ(*first, *direct);
+  // The memo is what answers while the file's size and time are unchanged: a forged digest in it
+  // comes back (the file is not hashed again).
+  std::string text;
+  {
+    std::ifstream in(memo);
+    std::getline(in, text);
+  }
+  ASSERT_EQ(text.substr(0, 64), *direct);
+  std::ofstream(memo, std::ios::trunc) << std::string(64, 'e') << text.substr(64) << "\n";
+  EXPECT_EQ(*remembered_file_sha256(model, memo), std::string(64, 'e'));
+  // A changed file (another size) is hashed again, and the memo keeps one line for it.
+  std::ofstream(model, std::ios::app) << " and more";
+  Result<std::string> changed = remembered_file_sha256(model, memo);
+  ASSERT_TRUE(changed.ok());
+  EXPECT_EQ(*changed, *sha256_file(model));
+  std::ifstream in(memo);
+  int n_lines = 0;
+  for (std::string line; std::getline(in, line);) ++n_lines;
+  EXPECT_EQ(n_lines, 1);
+  EXPECT_FALSE(remembered_file_sha256(dir + "/missing.bin", memo).ok());
 }
 
 TEST(DiskTierTest, WrittenChainsAreReadBackAfterARestart) {
