@@ -10,6 +10,13 @@
 //
 // Only whole blocks are saved and loaded: a block's KV on disk is the KV of its B tokens given
 // every token before it, which the chained block keys pin down (kvdisk/block_key.h).
+//
+// Why the disk keeps an index of its own rather than radix tree nodes marked "on disk": a chained
+// key names a block's whole prefix, so the disk index alone answers "how far does this prompt
+// continue on disk", and it is rebuilt at start-up from the file names with no tree to restore.
+// The radix tree keeps its invariant (every node's blocks are pool blocks with tree references)
+// and its code unchanged. The price: a lookup walks the tree, then the disk index from the first
+// block the tree lacks; a partial last block is never on disk.
 #pragma once
 
 #include <condition_variable>
