@@ -42,6 +42,7 @@ nlohmann::json timings_json(const RequestStats& s) {
           {"generation_tokens_per_s", s.decode_tokens_per_s()},
           {"queue_ms", s.queue_ms},
           {"ttft_ms", s.ttft_ms},
+          {"disk_load_ms", s.disk_load_ms},
           {"prompt_ms", s.prefill_ms()},
           {"generation_ms", s.decode_ms()},
           {"total_ms", s.total_ms}};
