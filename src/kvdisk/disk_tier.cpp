@@ -184,6 +184,7 @@ void DiskTier::load_index() {
   for (const Found& f : found) {
     lru_.push_back(f.key);
     index_[f.key] = Entry{std::prev(lru_.end()), f.parent};
+    children_.emplace(f.parent, f.key);
   }
   prune_orphans();
   std::vector<BlockKey> victims;
@@ -205,6 +206,7 @@ void DiskTier::prune_orphans() {
     for (auto it = index_.begin(); it != index_.end();) {
       if (it->second.parent != kRootBlockKey && !index_.contains(it->second.parent)) {
         fs::remove(block_path(it->first), ec);
+        unlink_child_locked(it->second.parent, it->first);
         lru_.erase(it->second.lru);
         it = index_.erase(it);
         changed = true;
@@ -303,22 +305,44 @@ void DiskTier::index_locked(const BlockKey& key, const BlockKey& parent) {
   }
   lru_.push_back(key);
   index_[key] = Entry{std::prev(lru_.end()), parent};
+  children_.emplace(parent, key);
 }
 
 void DiskTier::evict_over_budget_locked(std::vector<BlockKey>& victims) {
   while (static_cast<int64_t>(index_.size()) > max_blocks_) {
-    const BlockKey oldest = lru_.front();
-    drop_locked(oldest);
-    victims.push_back(oldest);
-    ++stats_.n_blocks_evicted;
+    const size_t before = victims.size();
+    drop_locked(lru_.front(), victims);
+    stats_.n_blocks_evicted += static_cast<int64_t>(victims.size() - before);
   }
 }
 
-void DiskTier::drop_locked(const BlockKey& key) {
-  auto it = index_.find(key);
-  if (it == index_.end()) return;
-  lru_.erase(it->second.lru);
-  index_.erase(it);
+// Drops `key` and every indexed block below it: lookups walk from block 0, so a block whose
+// parent is gone can never be read again and would only hold budget. Appends them to `dropped`.
+void DiskTier::drop_locked(const BlockKey& key, std::vector<BlockKey>& dropped) {
+  std::vector<BlockKey> pending = {key};
+  while (!pending.empty()) {
+    const BlockKey k = pending.back();
+    pending.pop_back();
+    auto it = index_.find(k);
+    if (it == index_.end()) continue;
+    auto [first, last] = children_.equal_range(k);
+    for (auto c = first; c != last; ++c) pending.push_back(c->second);
+    children_.erase(k);
+    unlink_child_locked(it->second.parent, k);
+    lru_.erase(it->second.lru);
+    index_.erase(it);
+    dropped.push_back(k);
+  }
+}
+
+void DiskTier::unlink_child_locked(const BlockKey& parent, const BlockKey& child) {
+  auto [first, last] = children_.equal_range(parent);
+  for (auto c = first; c != last; ++c) {
+    if (c->second == child) {
+      children_.erase(c);
+      return;
+    }
+  }
 }
 
 // Most recently used now, in memory and (through the file's time) across restarts.
@@ -382,13 +406,14 @@ std::vector<BlockRecord> DiskTier::read_chain(const NamespaceDigest& ns,
           ": " +
           (record.ok() ? std::string("its contents do not match its key")
                        : record.error().message));
-      std::error_code ec;
+      std::vector<BlockKey> dropped;
       {
         std::lock_guard<std::mutex> lock(mutex_);
-        drop_locked(key);
+        drop_locked(key, dropped);
         ++stats_.n_corrupt_dropped;
       }
-      fs::remove(block_path(key), ec);
+      std::error_code ec;
+      for (const BlockKey& k : dropped) fs::remove(block_path(k), ec);
       break;
     }
     chain.push_back(std::move(record).value());

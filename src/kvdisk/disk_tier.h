@@ -16,7 +16,8 @@
 // request recomputes the block). Nothing here can make open() fail except the directory itself.
 //
 // The index is a forest by construction: a record names its parent's key, and open() drops
-// records whose parent is missing (unreachable: lookups walk keys from block 0).
+// records whose parent is missing (unreachable: lookups walk keys from block 0). For the same
+// reason a block dropped later (over the budget, or corrupt) takes its descendants with it.
 //
 // LRU: least recently used first, by written or read time (file modification times carry the
 // order over restarts; ties by key). Over the budget, the oldest blocks go. A chain read touches
@@ -126,7 +127,8 @@ class DiskTier {
   // Adds a durable record to the index and evicts over the budget (under mutex_).
   void index_locked(const BlockKey& key, const BlockKey& parent);
   void evict_over_budget_locked(std::vector<BlockKey>& victims);
-  void drop_locked(const BlockKey& key);
+  void drop_locked(const BlockKey& key, std::vector<BlockKey>& dropped);
+  void unlink_child_locked(const BlockKey& parent, const BlockKey& child);
   void touch(const BlockKey& key);
   std::string block_path(const BlockKey& key) const;
   Result<BlockRecord> read_record(const BlockKey& key);
@@ -147,6 +149,7 @@ class DiskTier {
   std::condition_variable queue_changed_;
   std::list<BlockKey> lru_;  // front: least recently used
   std::unordered_map<BlockKey, Entry, BlockKeyHash> index_;
+  std::unordered_multimap<BlockKey, BlockKey, BlockKeyHash> children_;  // parent -> child, indexed
   std::deque<BlockRecord> queue_;
   std::unordered_set<BlockKey, BlockKeyHash> queued_;
   bool writing_ = false;  // the writer holds a record outside the queue

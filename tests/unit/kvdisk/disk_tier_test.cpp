@@ -386,6 +386,24 @@ TEST(DiskTierTest, TheBudgetEvictsLeastRecentlyUsedBlocksInExactOrder) {
   EXPECT_EQ(tier->lru_order(), (std::vector<BlockKey>{key(d), ke[1], ke[0]}));
 }
 
+TEST(DiskTierTest, EvictingABlockTakesItsDescendantsWithIt) {
+  const std::string dir = fresh_dir("descendants");
+  auto tier = open_tier(config(dir, 3));
+  const std::vector<TokenId> f = seq(1, 2 * kBlock), g = seq(100, kBlock), h = seq(200, kBlock);
+  auto key = [](const std::vector<TokenId>& t) {
+    return chain_block_keys(namespace_digest(""), t, kBlock, 1)[0];
+  };
+  write_chain(*tier, "", f);  // f's block 0, then its block 1: the parent is the oldest
+  write_chain(*tier, "", g);
+  tier->wait_idle();
+  write_chain(*tier, "", h);  // over the budget: f's block 0 goes, and block 1 (unreachable)
+  tier->wait_idle();
+  EXPECT_EQ(tier->lru_order(), (std::vector<BlockKey>{key(g), key(h)}));
+  EXPECT_EQ(tier->stats().n_blocks_evicted, 2);
+  EXPECT_EQ(block_files(*tier).size(), 2u);
+  EXPECT_EQ(chain_length(*tier, "", f), 0);
+}
+
 TEST(DiskTierTest, ABudgetShrunkSinceTheLastRunEvictsTheOldestAtOpen) {
   const std::string dir = fresh_dir("shrunk");
   {
