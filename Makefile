@@ -14,7 +14,8 @@ ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 # Test binaries of code that runs on several threads; they run again under ThreadSanitizer.
 TSAN_TESTS ?= thread_pool_test engine_test engine_stress_test engine_alloc_test server_test \
-  server_load_test server_hostile_test engine_pipeline_test router_test
+  server_load_test server_hostile_test engine_pipeline_test router_test disk_tier_test \
+  engine_disk_tier_test
 FUZZ_SECONDS ?= 60
 
 .PHONY: run serve test deps build unit-test asan-test tsan-test arm-check fuzz clean

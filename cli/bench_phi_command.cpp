@@ -115,6 +115,7 @@ void add_phi_options(CLI::App& cmd, const std::shared_ptr<PhiArgs>& args) {
   args->engine.add_to(cmd, /*model_required=*/false);
   args->engine.add_pipeline_options(cmd);
   args->engine.add_scheduler_options(cmd);
+  args->engine.add_disk_tier_options(cmd);
   bench::PhiOptions& o = args->options;
   cmd.add_option("-L", o.prompt_len, "Prompt length in tokens")->capture_default_str();
   cmd.add_option("--phi", o.phi_list, "Shared fractions: numbers in [0, 1] and/or max")

@@ -96,6 +96,7 @@ void add_bench_workload_command(CLI::App& bench, int& exit_code) {
   args->engine.add_to(*cmd, /*model_required=*/false);
   args->engine.add_pipeline_options(*cmd);
   args->engine.add_scheduler_options(*cmd);
+  args->engine.add_disk_tier_options(*cmd);
   cmd->add_option("name", args->name, "Workload: " + bench::workload_names())->required();
   cmd->add_option("--prefix-len", s.prefix_len,
                   "Shared prefix tokens: agents, per group; multi-turn and tree-of-thought, the "

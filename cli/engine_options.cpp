@@ -1,16 +1,16 @@
 #include "engine_options.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 
-#include <unistd.h>
-
 #include "model/model_presets.h"
-#include "pipeline_runtime.h"
 #include "model/synth_model.h"
+#include "pipeline_runtime.h"
 
 namespace trellis::cli {
 
@@ -43,9 +43,10 @@ void EngineOptions::add_pipeline_options(CLI::App& app) {
                "Split the model's layers over the ranks of an MPI job (mpirun -np N trellis ...)");
   app.add_option("--layers-per-rank", layers_per_rank,
                  "With --pipeline: layers of each rank, e.g. 8,7,7 (default: balanced by bytes)");
-  app.add_option("--micro-batches", micro_batches,
-                 "With --pipeline: micro-batches per step (default: one per stage, fewer for steps under 32 "
-                 "rows per stage)");
+  app.add_option(
+      "--micro-batches", micro_batches,
+      "With --pipeline: micro-batches per step (default: one per stage, fewer for steps under 32 "
+      "rows per stage)");
   app.add_option("--pipeline-timeout", pipeline_timeout,
                  "With --pipeline: seconds to wait for another stage before ending the job")
       ->capture_default_str();
@@ -97,6 +98,15 @@ bool EngineOptions::join_pipeline() {
   return true;
 }
 
+void EngineOptions::add_disk_tier_options(CLI::App& app) {
+  app.add_option("--cache-dir", cache_dir,
+                 "Keep the prefix cache's evicted blocks in this directory, across restarts "
+                 "(one process per directory)");
+  app.add_option("--cache-disk", cache_disk,
+                 "With --cache-dir: the disk budget, e.g. 20GiB (B, KiB, MiB, GiB)")
+      ->capture_default_str();
+}
+
 void EngineOptions::add_scheduler_options(CLI::App& app) {
   app.add_option("--max-seqs", max_seqs, "Requests running at once (the rest wait)")
       ->capture_default_str();
@@ -144,6 +154,15 @@ Result<EngineConfig> EngineOptions::engine_config() const {
     config.kv_bytes = *bytes;
   }
   if (kv_tokens < 0) return Error{"--kv-tokens must not be negative"};
+  if (!cache_dir.empty()) {
+    if (!config.prefix_cache.enabled)
+      return Error{"--cache-dir is the prefix cache's disk tier: it needs --prefix-cache on"};
+    Result<int64_t> bytes = parse_byte_size(cache_disk);
+    if (!bytes.ok()) return Error{"--cache-disk: " + bytes.error().message};
+    if (*bytes <= 0) return Error{"--cache-disk must be positive"};
+    config.cache_dir = cache_dir;
+    config.cache_disk_bytes = *bytes;
+  }
   config.kv_tokens = kv_tokens;
   // A step holds every running request's decode token, so the batch holds at least max_seqs.
   config.scheduler.max_batch_tokens = std::max(batch_tokens, max_seqs);
@@ -172,6 +191,8 @@ std::unique_ptr<Engine> EngineOptions::open_engine(FunctionRef<void(EngineConfig
     return nullptr;
   }
   adjust(*built);
+  // A run that turns the cache off (a benchmark's baseline) has no use for its disk tier.
+  if (!built->prefix_cache.enabled) built->cache_dir.clear();
   Result<std::unique_ptr<Engine>> engine = Engine::create(model, *built);
   if (!engine.ok()) {
     std::fprintf(stderr, "error: %s\n", engine.error().message.c_str());

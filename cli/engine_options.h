@@ -30,6 +30,9 @@ struct EngineOptions {
   int32_t micro_batches = 0;
   double pipeline_timeout = 60;
   Pipeline* started_pipeline_ = nullptr;  // set by join_pipeline
+  // --cache-dir: the prefix cache's disk tier (empty: none), with its --cache-disk budget.
+  std::string cache_dir;
+  std::string cache_disk = "20GiB";
 
   // Registers -m, -t, --ctx, --block-size, --kv-type, --batch-tokens, --prefix-cache, --match,
   // --kv-mem and --kv-tokens on `app`.
@@ -37,6 +40,8 @@ struct EngineOptions {
   // Registers --pipeline, --layers-per-rank, --micro-batches and --pipeline-timeout (a command
   // that does calls join_pipeline before anything else).
   void add_pipeline_options(CLI::App& app);
+  // Registers --cache-dir and --cache-disk (the prefix cache's disk tier).
+  void add_disk_tier_options(CLI::App& app);
   // Registers --max-seqs, --schedule and --max-wait (the scheduler's).
   void add_scheduler_options(CLI::App& app);
   // The config, or an error for a bad value.

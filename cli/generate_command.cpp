@@ -42,6 +42,7 @@ nlohmann::json timings_json(const RequestStats& s) {
           {"generation_tokens_per_s", s.decode_tokens_per_s()},
           {"queue_ms", s.queue_ms},
           {"ttft_ms", s.ttft_ms},
+          {"disk_load_ms", s.disk_load_ms},
           {"prompt_ms", s.prefill_ms()},
           {"generation_ms", s.decode_ms()},
           {"total_ms", s.total_ms}};
@@ -79,6 +80,7 @@ void print_output(const GenerateArgs& args, const PromptInput& prompt,
         {"text", out.text},
         {"finish_reason", finish_reason_name(out.finish_reason)},
         {"cached_tokens", s.n_cached_tokens},
+        {"disk_cached_tokens", s.n_disk_cached_tokens},
         {"kv_blocks_allocated", s.n_blocks_allocated},
         {"kv_blocks_acquired", s.n_blocks_acquired},
         {"queue_ms", s.queue_ms},
@@ -94,11 +96,11 @@ void print_output(const GenerateArgs& args, const PromptInput& prompt,
     }
     std::printf("\n");
     std::fprintf(stderr,
-                 "[prompt %d tokens (%d cached), %.1f tokens/s | generated %d tokens, %.1f "
-                 "tokens/s | first token after %.0f ms (%.0f ms queued) | %s]\n",
-                 s.n_prompt_tokens, s.n_cached_tokens, s.prefill_tokens_per_s(),
-                 s.n_generated_tokens, s.decode_tokens_per_s(), s.ttft_ms, s.queue_ms,
-                 std::string(finish_reason_name(out.finish_reason)).c_str());
+                 "[prompt %d tokens (%d cached, %d from disk), %.1f tokens/s | generated %d "
+                 "tokens, %.1f tokens/s | first token after %.0f ms (%.0f ms queued) | %s]\n",
+                 s.n_prompt_tokens, s.n_cached_tokens, s.n_disk_cached_tokens,
+                 s.prefill_tokens_per_s(), s.n_generated_tokens, s.decode_tokens_per_s(), s.ttft_ms,
+                 s.queue_ms, std::string(finish_reason_name(out.finish_reason)).c_str());
   }
   std::fflush(stdout);
 }
@@ -182,6 +184,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   args->engine.add_to(*cmd, /*model_required=*/false);
   args->engine.add_pipeline_options(*cmd);
   args->engine.add_scheduler_options(*cmd);
+  args->engine.add_disk_tier_options(*cmd);
   cmd->add_option("-p,--prompt", args->prompts, "Prompt (repeatable; run in order)");
   cmd->add_flag("--parallel", args->parallel,
                 "Submit all prompts at once: they run concurrently, sharing batches and the cache");

@@ -115,6 +115,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   args->engine.add_to(*cmd, /*model_required=*/false);
   args->engine.add_pipeline_options(*cmd);
   args->engine.add_scheduler_options(*cmd);
+  args->engine.add_disk_tier_options(*cmd);
   args->front.add_to(*cmd);
   cmd->add_option("--chat-template", args->chat_template,
                   "Chat format: llama2, zephyr, chatml, llama3, mistral, gemma, phi3, qwen3 "

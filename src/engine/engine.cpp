@@ -7,6 +7,7 @@
 #include <future>
 #include <optional>
 
+#include "engine/disk_prefix.h"
 #include "engine/model_runtime.h"
 #include "engine/stop_matcher.h"
 #include "sample/rng.h"
@@ -97,7 +98,10 @@ struct Engine::Request : Sequence {
   std::vector<std::shared_ptr<Request>> branches;
   RequestOutput output;  // filled as it runs, handed to the channel at the end
   Clock::time_point submitted;
-  bool started = false;  // admitted at least once (queue time recorded)
+  bool started = false;       // admitted at least once (queue time recorded)
+  bool disk_checked = false;  // looked for on the disk tier (once, on arrival)
+  DiskLoad disk_load;         // blocks the loader read, until installed
+  int32_t n_disk_tokens = 0;  // prompt tokens the cache took from disk for this request
 };
 
 Result<std::unique_ptr<Engine>> Engine::create(const std::string& model_path,
@@ -117,7 +121,8 @@ Status Engine::init(const std::string& model_path, const EngineConfig& config) {
   pipeline_ = config.pipeline;
   on_failure_ = config.on_failure;
   ChooseLayers choose;
-  if (pipeline_ != nullptr) choose = [this](const GgufFile& f) { return pipeline_->local_layers(f); };
+  if (pipeline_ != nullptr)
+    choose = [this](const GgufFile& f) { return pipeline_->local_layers(f); };
   Result<LoadedModel> loaded = load_model(model_path, choose);
   if (!loaded.ok()) return loaded.error();
   file_ = std::move(loaded->file);
@@ -135,6 +140,7 @@ Status Engine::init(const std::string& model_path, const EngineConfig& config) {
   kv_ = std::move(runtime->kv);
   blocks_ = std::move(runtime->blocks);
   cache_ = std::move(runtime->cache);
+  if (!config.cache_dir.empty()) TRELLIS_TRY(open_disk_tier(model_path, config));
   // A pipeline of n stages keeps n steps in flight, one per stage, each with its own group of
   // the running sequences; in one process a step comes back before the next is planned.
   const int32_t depth = pipeline_ != nullptr ? pipeline_->n_stages() : 1;
@@ -156,9 +162,8 @@ Status Engine::init(const std::string& model_path, const EngineConfig& config) {
   if (pipeline_ != nullptr) {
     kv_->log_copies_to(&block_copies_);
     block_copies_.reserve(static_cast<size_t>(sc.max_seqs) * 2);
-    TRELLIS_TRY(pipeline_->begin_engine(PipelineSetup{kv_->n_blocks(), config.block_size,
-                                                      config.kv_type, sc.max_batch_tokens,
-                                                      n_ctx_}));
+    TRELLIS_TRY(pipeline_->begin_engine(PipelineSetup{
+        kv_->n_blocks(), config.block_size, config.kv_type, sc.max_batch_tokens, n_ctx_}));
   }
   return {};
 }
@@ -170,7 +175,75 @@ Engine::~Engine() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  // The loader runs its last jobs (without reading: stopping_), which hand their requests back
+  // after the loop is gone; the tier then writes what the loop spilled.
+  disk_.reset();
+  cancel_unstarted();
   if (pipeline_ != nullptr && kv_ != nullptr) pipeline_->end_engine();
+}
+
+Status Engine::open_disk_tier(const std::string& model_path, const EngineConfig& config) {
+  if (pipeline_ != nullptr)
+    return Error{"--cache-dir cannot be used with --pipeline: the KV blocks are split over ranks"};
+  if (!config.prefix_cache.enabled)
+    return Error{"--cache-dir needs the prefix cache (--prefix-cache on)"};
+  DiskPrefixConfig dc;
+  dc.dir = config.cache_dir;
+  dc.budget_bytes = config.cache_disk_bytes;
+  dc.model_path = model_path;
+  dc.architecture = model_->hparams().arch;
+  dc.log = config.disk_log;
+  Result<std::unique_ptr<DiskPrefixTier>> disk = DiskPrefixTier::open(dc, kv_->layout());
+  if (!disk.ok()) return disk.error();
+  disk_ = std::move(disk).value();
+  cache_->set_spill_observer([this](const EvictedNode& node) { disk_->spill(node, *kv_); });
+  return {};
+}
+
+bool Engine::load_from_disk_first(const std::shared_ptr<Request>& r) {
+  r->disk_checked = true;
+  if (disk_ == nullptr || r->wants_prompt_logits) return false;
+  const std::span<const TokenId> prompt(r->params.prompt);
+  const PrefixMatch match = cache_->match(r->cache_namespace, prompt);
+  const int32_t first = disk_->first_block_to_load(r->cache_namespace, prompt, match);
+  if (first < 0) return false;
+  disk_->load_async([this, r, first] {
+    bool stopping = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping = stopping_;
+    }
+    if (!stopping) r->disk_load = disk_->read(r->cache_namespace, r->params.prompt, first);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      submitted_.push_back(r);
+    }
+    wake_.notify_all();
+  });
+  return true;
+}
+
+void Engine::install_from_disk(Request& r) {
+  if (r.disk_load.blocks.empty()) return;
+  r.n_disk_tokens = disk_->install(*cache_, *kv_, r.cache_namespace, r.params.prompt, r.disk_load);
+  r.output.stats.disk_load_ms = r.disk_load.ms;
+  n_disk_hit_tokens_ += r.n_disk_tokens;
+  disk_load_ms_ += r.disk_load.ms;
+  r.disk_load = DiskLoad{};  // the bytes are in the pool now
+}
+
+void Engine::cancel_unstarted() {
+  std::vector<std::shared_ptr<Request>> never_started;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    never_started.swap(submitted_);
+  }
+  for (const auto& r : never_started) {
+    std::lock_guard<std::mutex> channel_lock(r->channel->mutex);
+    r->channel->output.finish_reason = FinishReason::CANCELLED;
+    r->channel->finished = true;
+    r->channel->changed.notify_all();
+  }
 }
 
 std::string Engine::failure() const {
@@ -333,8 +406,18 @@ Status Engine::warm(const std::string& ns, std::vector<TokenId> prefix) {
 }
 
 EngineStats Engine::stats() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  EngineStats s;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    s = stats_;
+  }
+  // The tier's own figures are live (its writer works between steps); disk_ is set before the
+  // loop starts and reset after it ends.
+  if (disk_ != nullptr) {
+    s.has_disk_tier = true;
+    s.disk = disk_->stats();
+  }
+  return s;
 }
 
 void Engine::run_on_loop(std::function<void()> fn) {
@@ -354,6 +437,7 @@ void Engine::run_on_loop(std::function<void()> fn) {
 
 void Engine::flush_cache() {
   run_on_loop([this] { cache_->flush(); });
+  if (disk_ != nullptr) disk_->wait_writes();
 }
 
 Status Engine::check_invariants() {
@@ -381,6 +465,8 @@ void Engine::loop() {
     }
     for (std::function<void()>& task : tasks) task();
     for (std::shared_ptr<Request>& r : arrivals) {
+      if (!r->disk_checked && load_from_disk_first(r)) continue;  // back once read
+      install_from_disk(*r);
       scheduler_->enqueue(r.get());
       for (const auto& b : r->branches) active_.push_back(b);
       active_.push_back(std::move(r));
@@ -405,18 +491,13 @@ void Engine::loop() {
   for (const auto& r : std::vector<std::shared_ptr<Request>>(active_)) {
     finish(*r, FinishReason::CANCELLED);
   }
-  std::vector<std::shared_ptr<Request>> never_started;
+  // What is cached goes to the disk tier, so that the next start finds it.
+  if (disk_ != nullptr) cache_->flush();
+  cancel_unstarted();
   tasks.clear();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    never_started.swap(submitted_);
     tasks.swap(tasks_);
-  }
-  for (const auto& r : never_started) {
-    std::lock_guard<std::mutex> channel_lock(r->channel->mutex);
-    r->channel->output.finish_reason = FinishReason::CANCELLED;
-    r->channel->finished = true;
-    r->channel->changed.notify_all();
   }
   for (std::function<void()>& task : tasks) task();
 }
@@ -546,7 +627,7 @@ void Engine::fail(const std::string& why) {
     r->output.error = why;
     finish(*r, FinishReason::ERROR);
   }
-  cache_->flush();  // what the failed step wrote is not to be reused
+  cache_->discard();  // what the failed step wrote is not to be reused, here or on disk
   refresh_stats(0, 0);
 }
 
@@ -565,6 +646,10 @@ void Engine::refresh_stats(int64_t n_new_preemptions, double plan_ms) {
   stats_.n_preemptions += n_new_preemptions;
   stats_.scheduler_ms += plan_ms;
   stats_.max_steps_in_flight = static_cast<int32_t>(max_in_flight_);
+  if (disk_ != nullptr) {
+    stats_.n_disk_hit_tokens = n_disk_hit_tokens_;
+    stats_.disk_load_ms = disk_load_ms_;
+  }
 }
 
 void Engine::keep_prompt_logits(Request& request, const ScheduledChunk& chunk, const float* logits,
@@ -653,6 +738,7 @@ void Engine::finish(Request& r, FinishReason reason) {
   r.branches.clear();
   RequestStats& stats = r.output.stats;
   stats.n_cached_tokens = r.n_cached_tokens;
+  stats.n_disk_cached_tokens = std::min(r.n_disk_tokens, r.n_cached_tokens);
   stats.n_generated_tokens = static_cast<int32_t>(r.output.tokens.size());
   stats.n_blocks_allocated = r.n_blocks_allocated;
   stats.n_blocks_acquired = r.n_blocks_acquired;

@@ -31,6 +31,7 @@
 #include "gguf/gguf_file.h"
 #include "kv/block_pool.h"
 #include "kv/kv_storage.h"
+#include "kvdisk/disk_tier.h"
 #include "model/model.h"
 #include "prefix/prefix_cache.h"
 #include "sample/logprobs.h"
@@ -58,6 +59,12 @@ struct EngineConfig {
   // Called once, on the engine's thread, when the engine stops for good (a pipeline stage failed):
   // every request then ends with an error and later submissions are refused.
   std::function<void(const std::string& why)> on_failure;
+  // The disk tier under the prefix cache (empty: none): blocks the pool evicts are written under
+  // this directory, and prompts find their prefixes there again, across restarts (see
+  // engine/disk_prefix.h). One process per directory. Needs the prefix cache, not a pipeline.
+  std::string cache_dir;
+  int64_t cache_disk_bytes = int64_t{20} << 30;      // the tier's budget
+  std::function<void(const std::string&)> disk_log;  // its one-line notices; default stderr
 };
 
 struct EngineRequest {
@@ -83,7 +90,9 @@ struct EngineRequest {
 
 struct RequestStats {
   int32_t n_prompt_tokens = 0;
-  int32_t n_cached_tokens = 0;  // prompt tokens served by the prefix cache at admission
+  int32_t n_cached_tokens = 0;       // prompt tokens served by the prefix cache at admission
+  int32_t n_disk_cached_tokens = 0;  // of those, the ones loaded from the disk tier for it
+  double disk_load_ms = 0;           // reading them (while the request waited)
   int32_t n_generated_tokens = 0;
   int32_t n_blocks_allocated = 0;
   int32_t n_blocks_acquired = 0;
@@ -115,6 +124,7 @@ struct RequestOutput {
 
 // The shared state between the engine loop and one request's handle.
 struct RequestChannel;
+class DiskPrefixTier;
 
 class RequestHandle {
  public:
@@ -154,8 +164,12 @@ struct EngineStats {
   int64_t n_cache_leaves = 0;  // radix tree leaves: cached sequences that extend no other
   int64_t n_steps = 0;
   int64_t n_preemptions = 0;
-  double scheduler_ms = 0;  // time spent planning steps, in total
+  double scheduler_ms = 0;          // time spent planning steps, in total
   int32_t max_steps_in_flight = 0;  // the most steps down a pipeline at once (1 in one process)
+  bool has_disk_tier = false;
+  DiskTierStats disk;             // the disk tier's figures (when there is one)
+  int64_t n_disk_hit_tokens = 0;  // prompt tokens cached from the disk tier, in total
+  double disk_load_ms = 0;        // time the loader spent reading them, in total
 };
 
 class Engine {
@@ -200,7 +214,8 @@ class Engine {
 
   // The figures as of the last step (or the last flush_cache / check_invariants call).
   EngineStats stats() const;
-  // Evicts every cached prefix (blocks of running requests stay). Waits for the loop.
+  // Evicts every cached prefix (blocks of running requests stay). Waits for the loop, and with a
+  // disk tier until the evicted blocks are written there.
   void flush_cache();
   // Checks the pool's and the tree's invariants on the loop's thread.
   Status check_invariants();
@@ -257,6 +272,14 @@ class Engine {
   void collect_oldest();
   // Debug builds: the pool's and the tree's invariants hold whenever the loop goes idle.
   void check_invariants_when_idle();
+  Status open_disk_tier(const std::string& model_path, const EngineConfig& config);
+  // A new request whose prompt continues on disk goes to the loader first (true); it comes back
+  // through submitted_ with the blocks read.
+  bool load_from_disk_first(const std::shared_ptr<Request>& r);
+  // Caches the blocks the loader read for `r` (loop thread).
+  void install_from_disk(Request& r);
+  // Ends the requests submitted but never taken by the loop (shutdown).
+  void cancel_unstarted();
 
   std::unique_ptr<GgufFile> file_;
   std::unique_ptr<Model> model_;
@@ -265,17 +288,20 @@ class Engine {
   std::unique_ptr<KvStorage> kv_;
   std::unique_ptr<BlockPool> blocks_;
   std::unique_ptr<PrefixCache> cache_;
+  std::unique_ptr<DiskPrefixTier> disk_;  // null without --cache-dir
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<Workspace> workspace_;
   int32_t n_ctx_ = 0;
   int32_t n_vocab_ = 0;
+  int64_t n_disk_hit_tokens_ = 0;  // loop thread
+  double disk_load_ms_ = 0;        // loop thread
   Pipeline* pipeline_ = nullptr;
   std::function<void(const std::string&)> on_failure_;
 
   // Loop-thread state.
   std::vector<std::shared_ptr<Request>> active_;  // submitted, not finished
   ForwardBatch batch_;
-  std::vector<float> logits_;  // [max_seqs rows][n_vocab], grown as needed
+  std::vector<float> logits_;            // [max_seqs rows][n_vocab], grown as needed
   std::vector<BlockCopy> block_copies_;  // this step's copy-on-write copies, for the pipeline
   std::vector<InFlightStep> in_flight_;  // a ring: n_in_flight_ steps from in_flight_head_
   size_t in_flight_head_ = 0;

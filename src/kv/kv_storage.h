@@ -62,6 +62,12 @@ class KvStorage {
   const uint8_t* values(int32_t block, int64_t layer, int64_t kv_head) const {
     return const_cast<KvStorage*>(this)->values(block, layer, kv_head);
   }
+  // All of one block's bytes (every layer's keys and values), bytes_per_block() long: blocks are
+  // contiguous, so a whole block can be saved and restored as one run (the disk tier).
+  uint8_t* block_data(int32_t block) { return base(block, 0, 0, 0); }
+  const uint8_t* block_data(int32_t block) const {
+    return const_cast<KvStorage*>(this)->block_data(block);
+  }
   // Copies every layer's keys and values of slots [0, n_slots) from block `src` to block `dst`
   // (copy-on-write of a partially shared block).
   void copy_block(int32_t src, int32_t dst, int32_t n_slots);

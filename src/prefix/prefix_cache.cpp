@@ -1,5 +1,6 @@
 #include "prefix/prefix_cache.h"
 
+#include <algorithm>
 #include <cassert>
 #include <string>
 #include <utility>
@@ -68,7 +69,7 @@ Status PrefixCache::make_free(int32_t n_blocks) {
                  " evictable (pool of " + std::to_string(pool_.n_total()) + " blocks of " +
                  std::to_string(block_size()) + " tokens)"};
   }
-  tree_.evict(n_blocks - pool_.n_free());
+  tree_.evict(n_blocks - pool_.n_free(), spill_);
   assert(pool_.can_alloc(n_blocks));
   return {};
 }
@@ -149,6 +150,28 @@ void PrefixCache::insert(const SequenceKv& seq, std::span<const TokenId> tokens,
   const auto n_blocks = static_cast<size_t>((n_tokens + B - 1) / B);
   tree_.insert(seq.ns_, tokens.first(static_cast<size_t>(n_tokens)),
                std::span<const BlockId>(seq.block_table_).first(n_blocks));
+}
+
+int32_t PrefixCache::install(std::string_view ns, std::span<const TokenId> tokens,
+                             std::span<const BlockId> shared,
+                             const std::function<void(int32_t i, BlockId block)>& fill) {
+  const int32_t B = block_size();
+  assert(tokens.size() % static_cast<size_t>(B) == 0);
+  const auto n_blocks = static_cast<int32_t>(tokens.size()) / B;
+  const int32_t n_new = n_blocks - static_cast<int32_t>(shared.size());
+  if (!config_.enabled || n_new <= 0) return 0;
+  // A request reference on each shared block keeps its node from being evicted below.
+  std::vector<BlockId> table(shared.begin(), shared.end());
+  for (BlockId b : table) pool_.retain(b);
+  if (!make_free(n_new).ok()) {
+    pool_.release_all(table);
+    return 0;
+  }
+  pool_.alloc(n_new, table);
+  for (int32_t i = 0; i < n_new; ++i) fill(i, table[shared.size() + static_cast<size_t>(i)]);
+  const InsertResult inserted = tree_.insert(ns, tokens, table);
+  pool_.release_all(table);  // the tree keeps its own references; duplicates go back
+  return std::min(inserted.n_taken, n_new);
 }
 
 void PrefixCache::release(SequenceKv& seq) {

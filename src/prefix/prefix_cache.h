@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -129,8 +130,27 @@ class PrefixCache {
   // too in TOKEN mode. No-op when disabled. Precondition: seq covers tokens.size() positions.
   void insert(const SequenceKv& seq, std::span<const TokenId> tokens, bool finished);
 
-  // Evicts everything evictable (blocks held by running requests stay). Returns blocks freed.
-  int32_t flush() { return tree_.flush(); }
+  // Evicts everything evictable (blocks held by running requests stay), telling the spill
+  // observer (if any) about every evicted node. Returns blocks freed.
+  int32_t flush() { return tree_.flush(spill_); }
+  // Evicts everything evictable without telling the spill observer: for KV that must not be kept
+  // anywhere (a failed step may have written it).
+  int32_t discard() { return tree_.flush(); }
+
+  // Called with every node evicted to make room or by flush(), while its blocks' KV is still
+  // intact (nothing is allocated during the call): the place to save them elsewhere (a disk
+  // tier). Must not call back into the cache.
+  void set_spill_observer(EvictObserver observer) { spill_ = std::move(observer); }
+
+  // Caches KV restored from elsewhere (a disk tier): `tokens` is a whole number of blocks; the
+  // first shared.size() blocks are cached blocks of the same prefix (from match() with nothing
+  // evicted since), the rest are allocated here and filled by fill(i, block) for i = 0, 1, ...
+  // Returns how many of the filled blocks the tree took (it skips positions it already has).
+  // Takes nothing, and returns 0, when disabled or when the pool cannot supply the blocks even
+  // after evicting. The shared blocks are held while room is made, so they are not evicted.
+  int32_t install(std::string_view ns, std::span<const TokenId> tokens,
+                  std::span<const BlockId> shared,
+                  const std::function<void(int32_t i, BlockId block)>& fill);
 
   const BlockPool& pool() const { return pool_; }
   const RadixTree& tree() const { return tree_; }
@@ -148,6 +168,7 @@ class PrefixCache {
   KvStorage& kv_;
   PrefixCacheConfig config_;
   RadixTree tree_;
+  EvictObserver spill_;
 };
 
 }  // namespace trellis

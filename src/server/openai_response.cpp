@@ -45,11 +45,13 @@ json finish_reason_json(FinishReason reason) {
 }
 
 json usage_json(const TokenUsage& usage) {
+  json details = {{"cached_tokens", usage.cached_tokens}};
+  if (usage.disk_cached_tokens) details["disk_cached_tokens"] = *usage.disk_cached_tokens;
   return {
       {"prompt_tokens", usage.prompt_tokens},
       {"completion_tokens", usage.completion_tokens},
       {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
-      {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}},
+      {"prompt_tokens_details", std::move(details)},
   };
 }
 

@@ -54,10 +54,12 @@ struct TokenUsage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;  // summed over all choices
   int64_t cached_tokens = 0;      // prompt tokens whose KV came from the prefix cache
+  // Of cached_tokens, those loaded from the disk tier; absent when the server has none.
+  std::optional<int64_t> disk_cached_tokens;
 };
 
 // {"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details":
-// {"cached_tokens"}}
+// {"cached_tokens"[, "disk_cached_tokens"]}}
 nlohmann::json usage_json(const TokenUsage& usage);
 
 // The legacy completions logprobs object for the tokens of `entries`:

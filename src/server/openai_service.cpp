@@ -95,7 +95,10 @@ class OpenAiService::Stream {
 };
 
 OpenAiService::OpenAiService(Engine& engine, ServerConfig config)
-    : engine_(engine), config_(std::move(config)), created_(unix_seconds()) {
+    : engine_(engine),
+      config_(std::move(config)),
+      has_disk_tier_(engine.stats().has_disk_tier),
+      created_(unix_seconds()) {
   limits_.max_tokens_limit = std::max(1, engine_.n_ctx());
   if (config_.chat_template) {
     chat_template_ = config_.chat_template;
@@ -333,6 +336,7 @@ ApiResponse OpenAiService::run_whole(Generation& g, std::shared_ptr<InFlight> sl
   TokenUsage usage;
   usage.prompt_tokens = static_cast<int64_t>(g.request.prompt.size());
   usage.cached_tokens = outputs.front().stats.n_cached_tokens;
+  if (has_disk_tier_) usage.disk_cached_tokens = outputs.front().stats.n_disk_cached_tokens;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const RequestOutput& out = outputs[i];
     if (out.finish_reason == FinishReason::ERROR || out.finish_reason == FinishReason::CANCELLED) {
@@ -425,6 +429,7 @@ ApiResponse OpenAiService::run_stream(std::shared_ptr<Generation> g, std::shared
     TokenUsage usage;
     usage.prompt_tokens = static_cast<int64_t>(g->request.prompt.size());
     usage.cached_tokens = outputs.front().stats.n_cached_tokens;
+    if (has_disk_tier_) usage.disk_cached_tokens = outputs.front().stats.n_disk_cached_tokens;
     for (size_t i = 0; i < outputs.size() && connected; ++i) {
       const RequestOutput& out = outputs[i];
       usage.completion_tokens += out.stats.n_generated_tokens;
@@ -532,9 +537,12 @@ ApiResponse OpenAiService::models() const {
 }
 
 ApiResponse OpenAiService::metrics() {
-  ApiResponse response{200, "text/plain; version=0.0.4", metrics_.render(engine_.stats(), engine_.pipeline() != nullptr
-                                                           ? engine_.pipeline()->stage_stats()
-                                                           : std::vector<StageStats>{}), {}};
+  ApiResponse response{200,
+                       "text/plain; version=0.0.4",
+                       metrics_.render(engine_.stats(), engine_.pipeline() != nullptr
+                                                            ? engine_.pipeline()->stage_stats()
+                                                            : std::vector<StageStats>{}),
+                       {}};
   return response;
 }
 

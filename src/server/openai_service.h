@@ -94,6 +94,7 @@ class OpenAiService : public HttpApi {
 
   Engine& engine_;
   ServerConfig config_;
+  bool has_disk_tier_ = false;  // usage then says how many cached tokens came from disk
   ProtocolLimits limits_;
   std::optional<ChatTemplateKind> chat_template_;
   std::vector<TokenId> chat_stop_tokens_;  // the template's end-of-turn tokens in this vocab

@@ -47,9 +47,9 @@ namespace {
 void write_stages(MetricsWriter& w, const std::vector<StageStats>& stages) {
   if (stages.empty()) return;
   auto labels = [](const StageStats& s) {
-    return MetricLabels{{"rank", std::to_string(s.rank)},
-                        {"layers", std::to_string(s.layers.begin) + "-" +
-                                       std::to_string(s.layers.end - 1)}};
+    return MetricLabels{
+        {"rank", std::to_string(s.rank)},
+        {"layers", std::to_string(s.layers.begin) + "-" + std::to_string(s.layers.end - 1)}};
   };
   w.family("pipeline_stage_busy_seconds_total", "Time each pipeline stage spent on its layers.",
            MetricType::COUNTER);
@@ -62,6 +62,40 @@ void write_stages(MetricsWriter& w, const std::vector<StageStats>& stages) {
   w.family("pipeline_stage_peak_rss_bytes", "Peak resident memory of each stage's process.",
            MetricType::GAUGE);
   for (const StageStats& s : stages) w.sample(labels(s), static_cast<double>(s.peak_rss));
+}
+
+}  // namespace
+
+namespace {
+
+// The prefix cache's disk tier (--cache-dir), only when there is one.
+void write_disk_tier(MetricsWriter& w, const EngineStats& e) {
+  const DiskTierStats& d = e.disk;
+  const auto f = [](int64_t v) { return static_cast<double>(v); };
+  w.counter("disk_cache_blocks_written_total", "KV blocks written to the disk tier.",
+            f(d.n_blocks_written));
+  w.counter("disk_cache_bytes_written_total", "Bytes written to the disk tier.",
+            f(d.n_bytes_written));
+  w.counter("disk_cache_blocks_read_total", "KV blocks read back from the disk tier.",
+            f(d.n_blocks_read));
+  w.counter("disk_cache_bytes_read_total", "Bytes read back from the disk tier.",
+            f(d.n_bytes_read));
+  w.counter("disk_cache_hits_total", "Prompt tokens loaded from the disk tier into the pool.",
+            f(e.n_disk_hit_tokens));
+  w.counter("disk_cache_load_seconds_total", "Time spent reading and verifying loaded blocks.",
+            e.disk_load_ms / 1000.0);
+  w.gauge("disk_cache_blocks", "KV blocks held by the disk tier.", f(d.n_blocks));
+  w.gauge("disk_cache_bytes", "Bytes held by the disk tier.", f(d.n_bytes));
+  w.gauge("disk_cache_budget_bytes", "The disk tier's budget (--cache-disk).", f(d.budget_bytes));
+  w.gauge("disk_cache_usage_perc", "Fraction of the disk tier's budget in use (0..1).",
+          d.budget_bytes > 0 ? f(d.n_bytes) / f(d.budget_bytes) : 0);
+  w.gauge("disk_cache_pending_blocks", "KV blocks queued for the disk tier's writer.",
+          f(d.n_pending));
+  w.counter("disk_cache_blocks_evicted_total", "KV blocks evicted from the disk tier's budget.",
+            f(d.n_blocks_evicted));
+  w.counter("disk_cache_blocks_dropped_total",
+            "KV blocks dropped: corrupt or torn on disk, or not written (queue full, I/O error).",
+            f(d.n_corrupt_dropped + d.n_writes_dropped + d.n_write_errors));
 }
 
 }  // namespace
@@ -118,6 +152,7 @@ std::string ServerMetrics::render(const EngineStats& e, const std::vector<StageS
   w.gauge("avg_generation_throughput_toks_per_s",
           "Generated tokens per second since the previous scrape.", throughput);
   write_stages(w, stages);
+  if (e.has_disk_tier) write_disk_tier(w, e);
   return w.text();
 }
 

@@ -44,7 +44,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-
 #define REQUIRE_CURL() \
   if (!have_program("curl")) GTEST_SKIP() << "curl is not installed (scripts/install-deps.sh)"
 
@@ -475,6 +474,65 @@ TEST(ServerOpenAiNodeClient, OfficialClientWorksAgainstTheServer) {
 
   ASSERT_TRUE(server->process().send_signal(SIGTERM));
   EXPECT_EQ(server->process().wait_exit(kExitDeadline), 0) << server->log();
+}
+
+}  // namespace
+}  // namespace trellis
+
+namespace trellis {
+namespace {
+
+// --cache-dir: what one server cached is found on disk by the next one, per API key only, usage
+// says how many cached tokens came from disk, /metrics has the tier's figures, and a second
+// server on the same directory is refused.
+TEST(ServerDiskTier, TheNextServerFindsThePrefixOnDiskPerKeyOnly) {
+  REQUIRE_CURL();
+  const std::string dir = testing::temp_dir() + "/server-disk-tier";
+  fs::remove_all(dir);
+  const std::vector<std::string> args = {
+      "-B",        "8",  "--cache-dir",       dir,  "--api-key", "k1",
+      "--api-key", "k2", "--cache-isolation", "key"};
+  json request = completion_request(6);
+  request["prompt"] =
+      "The quick brown fox jumps over the lazy dog and keeps running through the forest until "
+      "night falls on the quiet hills.";
+  auto complete = [&](Server& server, const std::string& key) {
+    HttpResult r = curl("POST", server.url("/v1/completions"), request.dump(),
+                        "-H 'Authorization: Bearer " + key + "'");
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.json_body();
+  };
+  std::string first_text;
+  {
+    std::string error;
+    std::unique_ptr<Server> server = start_server(args, "disk-tier-1", error);
+    ASSERT_EQ(error, "");
+    const json first = complete(*server, "k1");
+    first_text = first["choices"][0]["text"];
+    EXPECT_EQ(first["usage"]["prompt_tokens_details"]["disk_cached_tokens"], 0) << first;
+    ASSERT_TRUE(server->process().send_signal(SIGTERM));
+    EXPECT_EQ(server->process().wait_exit(kExitDeadline), 0) << server->log();
+  }
+  std::string error;
+  std::unique_ptr<Server> server = start_server(args, "disk-tier-2", error);
+  ASSERT_EQ(error, "");
+  const json other = complete(*server, "k2");
+  EXPECT_EQ(other["usage"]["prompt_tokens_details"]["cached_tokens"], 0) << other;
+  EXPECT_EQ(other["usage"]["prompt_tokens_details"]["disk_cached_tokens"], 0) << other;
+  const json again = complete(*server, "k1");
+  EXPECT_EQ(again["choices"][0]["text"], first_text);
+  const json& details = again["usage"]["prompt_tokens_details"];
+  EXPECT_GE(details["disk_cached_tokens"].get<int>(), 48) << again;
+  EXPECT_EQ(details["disk_cached_tokens"], details["cached_tokens"]) << again;
+  const HttpResult metrics = curl("GET", server->url("/metrics"));
+  EXPECT_NE(metrics.body.find("trellis:disk_cache_hits_total"), std::string::npos);
+  EXPECT_NE(metrics.body.find("trellis:disk_cache_blocks_read_total"), std::string::npos);
+
+  ChildProcess second({TRELLIS_CLI_PATH, "serve", "--port", "0", "-m", synth_tiny_model(), "-B",
+                       "8", "--cache-dir", dir},
+                      testing::temp_dir() + "/disk-tier-second.log");
+  EXPECT_EQ(second.wait_exit(kExitDeadline), 1) << second.log();
+  EXPECT_NE(second.log().find("in use by another process"), std::string::npos) << second.log();
 }
 
 }  // namespace

@@ -18,8 +18,12 @@ using nlohmann::json;
 const ResponseHeader kHeader{"cmpl-7", 1700000000, "tiny"};
 
 TEST(OpenAiResponseTest, UsageJson) {
-  EXPECT_EQ(usage_json(TokenUsage{10, 5, 8}), json::parse(R"({"prompt_tokens": 10,
+  EXPECT_EQ(usage_json(TokenUsage{10, 5, 8, std::nullopt}), json::parse(R"({"prompt_tokens": 10,
       "completion_tokens": 5, "total_tokens": 15, "prompt_tokens_details": {"cached_tokens": 8}})"));
+  // With a disk tier, the details say how many of the cached tokens were loaded from disk.
+  EXPECT_EQ(usage_json(TokenUsage{10, 5, 8, 6}), json::parse(R"({"prompt_tokens": 10,
+      "completion_tokens": 5, "total_tokens": 15,
+      "prompt_tokens_details": {"cached_tokens": 8, "disk_cached_tokens": 6}})"));
 }
 
 TEST(OpenAiResponseTest, FinishReasons) {
@@ -33,7 +37,7 @@ TEST(OpenAiResponseTest, CompletionResponse) {
       {0, "Hello world", FinishReason::STOP, std::nullopt, 0},
       {1, "Hi", FinishReason::LENGTH, std::nullopt, 0},
   };
-  EXPECT_EQ(completion_response_json(kHeader, choices, TokenUsage{4, 7, 0}), json::parse(R"({
+  EXPECT_EQ(completion_response_json(kHeader, choices, TokenUsage{4, 7, 0, std::nullopt}), json::parse(R"({
       "id": "cmpl-7", "object": "text_completion", "created": 1700000000, "model": "tiny",
       "choices": [
         {"index": 0, "text": "Hello world", "logprobs": null, "finish_reason": "stop"},
@@ -45,7 +49,7 @@ TEST(OpenAiResponseTest, CompletionResponse) {
 TEST(OpenAiResponseTest, ChatCompletionResponse) {
   const ResponseHeader header{"chatcmpl-1", 1700000001, "tiny-chat"};
   const std::vector<ChoiceResult> choices = {{0, "Hi there!", FinishReason::STOP, std::nullopt, 0}};
-  EXPECT_EQ(chat_completion_response_json(header, choices, TokenUsage{20, 3, 16}), json::parse(R"({
+  EXPECT_EQ(chat_completion_response_json(header, choices, TokenUsage{20, 3, 16, std::nullopt}), json::parse(R"({
       "id": "chatcmpl-1", "object": "chat.completion", "created": 1700000001, "model": "tiny-chat",
       "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi there!"},
                    "logprobs": null, "finish_reason": "stop"}],
@@ -85,9 +89,9 @@ TEST(OpenAiResponseTest, ChatLogprobs) {
 TEST(OpenAiResponseTest, ResponsesCarryLogprobsWhenAsked) {
   const std::vector<ChoiceResult> choices = {
       {0, "Hi there", FinishReason::STOP, sample_logprobs(), 0}};
-  const json completion = completion_response_json(kHeader, choices, TokenUsage{1, 2, 0});
+  const json completion = completion_response_json(kHeader, choices, TokenUsage{1, 2, 0, std::nullopt});
   EXPECT_EQ(completion["choices"][0]["logprobs"], completion_logprobs_json(sample_logprobs(), 0));
-  const json chat = chat_completion_response_json(kHeader, choices, TokenUsage{1, 2, 0});
+  const json chat = chat_completion_response_json(kHeader, choices, TokenUsage{1, 2, 0, std::nullopt});
   EXPECT_EQ(chat["choices"][0]["logprobs"], chat_logprobs_json(sample_logprobs()));
 }
 
@@ -126,7 +130,7 @@ TEST(OpenAiResponseTest, ChatChunks) {
 }
 
 TEST(OpenAiResponseTest, UsageChunk) {
-  EXPECT_EQ(usage_chunk_json(kHeader, "chat.completion.chunk", TokenUsage{3, 4, 2}),
+  EXPECT_EQ(usage_chunk_json(kHeader, "chat.completion.chunk", TokenUsage{3, 4, 2, std::nullopt}),
             json::parse(R"({"id": "cmpl-7", "object": "chat.completion.chunk",
                 "created": 1700000000, "model": "tiny", "choices": [],
                 "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7,

@@ -1,0 +1,141 @@
+#include "engine/disk_prefix.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+#include <utility>
+
+namespace trellis {
+
+Result<std::unique_ptr<DiskPrefixTier>> DiskPrefixTier::open(const DiskPrefixConfig& config,
+                                                             const KvLayout& layout) {
+  // The model's hash, remembered in the cache dir (hashing gigabytes at every start would cost
+  // seconds). The directory must exist for the memo: DiskTier::open creates it too.
+  Result<DirLock> probe = DirLock::acquire(config.dir);  // also refuses a dir in use, early
+  if (!probe.ok()) return probe.error();
+  Result<std::string> sha =
+      remembered_file_sha256(config.model_path, config.dir + "/model-digests");
+  probe = DirLock();  // released: DiskTier::open takes it again
+  if (!sha.ok()) return sha.error();
+  DiskTierConfig tc;
+  tc.dir = config.dir;
+  tc.budget_bytes = config.budget_bytes;
+  tc.identity.model_sha256 = *sha;
+  tc.identity.architecture = config.architecture;
+  tc.identity.kv_type = layout.type == KvType::F16 ? "f16" : "f32";
+  tc.identity.block_size = layout.block_size;
+  tc.identity.block_bytes = layout.bytes_per_block();
+  tc.log = config.log;
+  Result<std::unique_ptr<DiskTier>> tier = DiskTier::open(std::move(tc));
+  if (!tier.ok()) return tier.error();
+  std::unique_ptr<DiskPrefixTier> d(new DiskPrefixTier());
+  d->tier_ = std::move(tier).value();
+  d->block_size_ = layout.block_size;
+  d->loader_ = std::thread([p = d.get()] { p->loader_loop(); });
+  return d;
+}
+
+DiskPrefixTier::~DiskPrefixTier() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (loader_.joinable()) loader_.join();
+}
+
+void DiskPrefixTier::loader_loop() {
+  for (;;) {
+    std::function<void()> job;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;  // stopping, with every job run
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    job();
+  }
+}
+
+void DiskPrefixTier::load_async(std::function<void()> job) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    jobs_.push_back(std::move(job));
+  }
+  changed_.notify_all();
+}
+
+//   B = 4, node [start 6, end 14):   0 1 2 3 | 4 5 6 7 | 8 9 10 11 | 12 13
+//   full blocks of the node: j = 1 (6 / 4) and j = 2; block 1 also holds the parent's 4 and 5,
+//   copied there, so it is complete; the tail (j = 3, slots 12-13) is not, and is not saved.
+void DiskPrefixTier::spill(const EvictedNode& node, const KvStorage& kv) {
+  const int32_t B = block_size_;
+  const auto end = static_cast<int32_t>(node.path.size());
+  const int32_t first = node.start / B;
+  const int32_t n_full = end / B - first;
+  if (n_full <= 0) return;
+  const NamespaceDigest ns = namespace_digest(node.ns);
+  const std::vector<BlockKey> keys = chain_block_keys(ns, node.path, B, end / B);
+  const size_t bytes = kv.layout().bytes_per_block();
+  for (int32_t i = 0; i < n_full; ++i) {
+    const int32_t j = first + i;
+    const BlockKey& key = keys[static_cast<size_t>(j)];
+    if (tier_->contains(key)) continue;
+    BlockRecord r;
+    r.key = key;
+    r.parent = j == 0 ? kRootBlockKey : keys[static_cast<size_t>(j - 1)];
+    r.ns = ns;
+    r.tokens.assign(node.path.begin() + static_cast<std::ptrdiff_t>(j) * B,
+                    node.path.begin() + static_cast<std::ptrdiff_t>(j + 1) * B);
+    const uint8_t* data = kv.block_data(node.blocks[static_cast<size_t>(i)]);
+    r.kv.assign(data, data + bytes);
+    tier_->write_async(std::move(r));
+  }
+}
+
+int32_t DiskPrefixTier::max_blocks(std::span<const TokenId> prompt) const {
+  return prompt.empty() ? 0 : (static_cast<int32_t>(prompt.size()) - 1) / block_size_;
+}
+
+int32_t DiskPrefixTier::first_block_to_load(std::string_view ns, std::span<const TokenId> prompt,
+                                            const PrefixMatch& match) const {
+  const int32_t first = match.n_tokens / block_size_;
+  if (first >= max_blocks(prompt)) return -1;
+  const std::vector<BlockKey> keys =
+      chain_block_keys(namespace_digest(ns), prompt, block_size_, first + 1);
+  return tier_->contains(keys.back()) ? first : -1;
+}
+
+DiskLoad DiskPrefixTier::read(std::string_view ns, std::span<const TokenId> prompt,
+                              int32_t first_block) {
+  const double ms_before = tier_->stats().read_ms;
+  DiskLoad load;
+  load.first_block = first_block;
+  load.blocks = tier_->read_chain(namespace_digest(ns), prompt, first_block, max_blocks(prompt));
+  load.ms = tier_->stats().read_ms - ms_before;
+  return load;
+}
+
+int32_t DiskPrefixTier::install(PrefixCache& cache, KvStorage& kv, std::string_view ns,
+                                std::span<const TokenId> prompt, const DiskLoad& load) {
+  if (load.blocks.empty()) return 0;
+  const int32_t B = block_size_;
+  // The blocks before the loaded ones must still be cached: they are the shared part of the
+  // path the loaded blocks hang under.
+  const PrefixMatch match = cache.match(ns, prompt);
+  if (match.n_full_blocks < load.first_block) return 0;
+  const auto n_blocks = load.first_block + static_cast<int32_t>(load.blocks.size());
+  const std::span<const TokenId> tokens = prompt.first(static_cast<size_t>(n_blocks) * B);
+  const std::span<const BlockId> shared =
+      std::span<const BlockId>(match.blocks).first(static_cast<size_t>(load.first_block));
+  const size_t bytes = kv.layout().bytes_per_block();
+  const int32_t n_taken = cache.install(ns, tokens, shared, [&](int32_t i, BlockId block) {
+    const BlockRecord& r = load.blocks[static_cast<size_t>(i)];
+    assert(r.kv.size() == bytes);
+    std::memcpy(kv.block_data(block), r.kv.data(), bytes);
+  });
+  return n_taken * B;
+}
+
+}  // namespace trellis

@@ -1,0 +1,446 @@
+#include "kvdisk/disk_tier.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace trellis {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Writes all of `bytes` to fd (write(2) may write less than asked).
+bool write_all(int fd, std::span<const uint8_t> bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes = bytes.subspan(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+bool read_all(int fd, std::span<uint8_t> bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::read(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes = bytes.subspan(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// A block key from a file name "<64 hex>.blk"; false for anything else.
+bool key_from_name(const std::string& name, BlockKey& key) {
+  if (name.size() != 68 || name.substr(64) != ".blk") return false;
+  for (size_t i = 0; i < 32; ++i) {
+    int v = 0;
+    for (size_t k = 0; k < 2; ++k) {
+      const char c = name[2 * i + k];
+      int d = 0;
+      if (c >= '0' && c <= '9')
+        d = c - '0';
+      else if (c >= 'a' && c <= 'f')
+        d = c - 'a' + 10;
+      else
+        return false;
+      v = v * 16 + d;
+    }
+    key[i] = static_cast<uint8_t>(v);
+  }
+  return true;
+}
+
+int64_t mtime_ns(const struct stat& st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<DiskTier>> DiskTier::open(DiskTierConfig config) {
+  std::unique_ptr<DiskTier> tier(new DiskTier());
+  TRELLIS_TRY(tier->init(std::move(config)));
+  tier->writer_ = std::thread([t = tier.get()] { t->writer_loop(); });
+  return tier;
+}
+
+Status DiskTier::init(DiskTierConfig config) {
+  config_ = std::move(config);
+  const TierIdentity& id = config_.identity;
+  if (id.block_size <= 0 || id.block_bytes == 0)
+    return Error{"disk tier: the block size and block bytes must be positive"};
+  geometry_ = RecordGeometry{id.digest(), id.block_size, id.block_bytes};
+  const auto record_bytes = static_cast<int64_t>(geometry_.file_bytes());
+  if (config_.budget_bytes < record_bytes) {
+    return Error{"--cache-disk " + std::to_string(config_.budget_bytes) +
+                 " bytes is smaller than one KV block on disk (" + std::to_string(record_bytes) +
+                 " bytes)"};
+  }
+  max_blocks_ = config_.budget_bytes / record_bytes;
+  Result<DirLock> lock = DirLock::acquire(config_.dir);
+  if (!lock.ok()) return lock.error();
+  lock_ = std::move(lock).value();
+
+  tier_dir_ = config_.dir + "/" + id.directory_name();
+  blocks_dir_ = tier_dir_ + "/blocks";
+  tmp_dir_ = tier_dir_ + "/tmp";
+  std::error_code ec;
+  fs::create_directories(blocks_dir_, ec);
+  if (!ec) fs::create_directories(tmp_dir_, ec);
+  if (ec) return Error{"cache dir " + config_.dir + ": " + ec.message()};
+  // Records a crash left half-written: never indexed, so never read.
+  for (const auto& entry : fs::directory_iterator(tmp_dir_, ec)) fs::remove(entry.path(), ec);
+  {
+    std::ofstream out(tier_dir_ + "/identity", std::ios::trunc);
+    out << id.describe();
+  }
+  int n_foreign = 0;
+  for (const auto& entry : fs::directory_iterator(config_.dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_directory() && name.rfind("tier-", 0) == 0 && name != id.directory_name())
+      ++n_foreign;
+  }
+  if (n_foreign > 0) {
+    log("cache dir " + config_.dir + ": ignoring " + std::to_string(n_foreign) +
+        " tier(s) of another model file, KV type, block size, architecture or format version");
+  }
+  blocks_dir_fd_ = ::open(blocks_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (blocks_dir_fd_ < 0) return Error{"cache dir " + config_.dir + ": cannot open " + blocks_dir_};
+  load_index();
+  return {};
+}
+
+DiskTier::~DiskTier() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  queue_changed_.notify_all();
+  if (writer_.joinable()) writer_.join();
+  if (blocks_dir_fd_ >= 0) ::close(blocks_dir_fd_);
+}
+
+void DiskTier::log(const std::string& line) const {
+  if (config_.log) {
+    config_.log(line);
+  } else {
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+}
+
+std::string DiskTier::block_path(const BlockKey& key) const {
+  return blocks_dir_ + "/" + block_key_hex(key) + ".blk";
+}
+
+// Rebuilds the index from blocks/: each file's size and header are checked (the checksum is
+// checked when the block is read), then the survivors are ordered by modification time.
+void DiskTier::load_index() {
+  struct Found {
+    int64_t mtime = 0;
+    BlockKey key{};
+    BlockKey parent{};
+  };
+  std::vector<Found> found;
+  int64_t n_bad = 0;
+  std::error_code ec;
+  std::vector<uint8_t> header(RecordGeometry::kHeaderBytes);
+  for (const auto& entry : fs::directory_iterator(blocks_dir_, ec)) {
+    const std::string path = entry.path().string();
+    BlockKey key{};
+    struct stat st {};
+    bool good = key_from_name(entry.path().filename().string(), key) &&
+                ::stat(path.c_str(), &st) == 0 &&
+                static_cast<uint64_t>(st.st_size) == geometry_.file_bytes();
+    BlockKey parent{};
+    if (good) {
+      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      good = fd >= 0 && read_all(fd, header);
+      if (fd >= 0) ::close(fd);
+      if (good) {
+        Result<RecordHeader> h = decode_record_header(header, geometry_);
+        good = h.ok() && h->key == key;
+        if (good) parent = h->parent;
+      }
+    }
+    if (!good) {
+      ++n_bad;
+      fs::remove(entry.path(), ec);
+      continue;
+    }
+    found.push_back(Found{mtime_ns(st), key, parent});
+  }
+  std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
+    return a.mtime != b.mtime ? a.mtime < b.mtime : a.key < b.key;
+  });
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const Found& f : found) {
+    lru_.push_back(f.key);
+    index_[f.key] = Entry{std::prev(lru_.end()), f.parent};
+    children_.emplace(f.parent, f.key);
+  }
+  prune_orphans();
+  std::vector<BlockKey> victims;
+  evict_over_budget_locked(victims);  // the budget may have shrunk since the last run
+  for (const BlockKey& key : victims) fs::remove(block_path(key), ec);
+  stats_.n_corrupt_dropped += n_bad;
+  if (n_bad > 0) {
+    log("cache dir " + config_.dir + ": dropped " + std::to_string(n_bad) +
+        " truncated or malformed block file(s)");
+  }
+}
+
+// Drops records whose parent is not indexed: lookups walk from block 0, so they are unreachable.
+// Repeats until stable (a dropped record orphans its children). Caller holds mutex_.
+void DiskTier::prune_orphans() {
+  std::error_code ec;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto it = index_.begin(); it != index_.end();) {
+      if (it->second.parent != kRootBlockKey && !index_.contains(it->second.parent)) {
+        fs::remove(block_path(it->first), ec);
+        unlink_child_locked(it->second.parent, it->first);
+        lru_.erase(it->second.lru);
+        it = index_.erase(it);
+        changed = true;
+      } else {
+        ++it;
+      }
+    }
+  }
+}
+
+bool DiskTier::contains(const BlockKey& key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return index_.contains(key) || queued_.contains(key);
+}
+
+bool DiskTier::write_async(BlockRecord record) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (index_.contains(record.key) || queued_.contains(record.key)) return false;
+    const auto pending_bytes =
+        static_cast<int64_t>(queue_.size() + 1) * static_cast<int64_t>(geometry_.file_bytes());
+    if (pending_bytes > config_.max_pending_bytes) {
+      ++stats_.n_writes_dropped;
+      return false;
+    }
+    queued_.insert(record.key);
+    queue_.push_back(std::move(record));
+  }
+  queue_changed_.notify_all();
+  return true;
+}
+
+void DiskTier::wait_idle() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  queue_changed_.wait(lock, [&] { return queue_.empty() && !writing_; });
+}
+
+void DiskTier::writer_loop() {
+  for (;;) {
+    BlockRecord record;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      queue_changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, with everything written
+      record = std::move(queue_.front());
+      queue_.pop_front();
+      writing_ = true;
+    }
+    const bool written = write_record(record);
+    std::vector<BlockKey> victims;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queued_.erase(record.key);
+      if (written) {
+        index_locked(record.key, record.parent);
+        evict_over_budget_locked(victims);
+      } else {
+        ++stats_.n_write_errors;
+      }
+      writing_ = false;
+    }
+    std::error_code ec;
+    for (const BlockKey& key : victims) fs::remove(block_path(key), ec);
+    queue_changed_.notify_all();
+  }
+}
+
+// tmp file, fsync, rename into blocks/, fsync blocks/: the rename makes the record visible only
+// once its bytes are durable, and the directory sync makes the rename itself durable.
+bool DiskTier::write_record(const BlockRecord& record) {
+  const std::vector<uint8_t> bytes = encode_block_record(record, geometry_);
+  const std::string name = block_key_hex(record.key) + ".blk";
+  const std::string tmp = tmp_dir_ + "/" + name;
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  bool ok = write_all(fd, bytes) && ::fdatasync(fd) == 0;
+  ok = (::close(fd) == 0) && ok;
+  ok = ok && ::rename(tmp.c_str(), (blocks_dir_ + "/" + name).c_str()) == 0;
+  ok = ok && ::fsync(blocks_dir_fd_) == 0;
+  if (!ok) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.n_blocks_written;
+  stats_.n_bytes_written += static_cast<int64_t>(bytes.size());
+  return true;
+}
+
+void DiskTier::index_locked(const BlockKey& key, const BlockKey& parent) {
+  auto it = index_.find(key);
+  if (it != index_.end()) {
+    lru_.splice(lru_.end(), lru_, it->second.lru);
+    return;
+  }
+  lru_.push_back(key);
+  index_[key] = Entry{std::prev(lru_.end()), parent};
+  children_.emplace(parent, key);
+}
+
+void DiskTier::evict_over_budget_locked(std::vector<BlockKey>& victims) {
+  while (static_cast<int64_t>(index_.size()) > max_blocks_) {
+    const size_t before = victims.size();
+    drop_locked(lru_.front(), victims);
+    stats_.n_blocks_evicted += static_cast<int64_t>(victims.size() - before);
+  }
+}
+
+// Drops `key` and every indexed block below it: lookups walk from block 0, so a block whose
+// parent is gone can never be read again and would only hold budget. Appends them to `dropped`.
+void DiskTier::drop_locked(const BlockKey& key, std::vector<BlockKey>& dropped) {
+  std::vector<BlockKey> pending = {key};
+  while (!pending.empty()) {
+    const BlockKey k = pending.back();
+    pending.pop_back();
+    auto it = index_.find(k);
+    if (it == index_.end()) continue;
+    auto [first, last] = children_.equal_range(k);
+    for (auto c = first; c != last; ++c) pending.push_back(c->second);
+    children_.erase(k);
+    unlink_child_locked(it->second.parent, k);
+    lru_.erase(it->second.lru);
+    index_.erase(it);
+    dropped.push_back(k);
+  }
+}
+
+void DiskTier::unlink_child_locked(const BlockKey& parent, const BlockKey& child) {
+  auto [first, last] = children_.equal_range(parent);
+  for (auto c = first; c != last; ++c) {
+    if (c->second == child) {
+      children_.erase(c);
+      return;
+    }
+  }
+}
+
+// Most recently used now, in memory and (through the file's time) across restarts.
+void DiskTier::touch(const BlockKey& key) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = index_.find(key);
+    if (it == index_.end()) return;
+    lru_.splice(lru_.end(), lru_, it->second.lru);
+  }
+  ::utimensat(AT_FDCWD, block_path(key).c_str(), nullptr, 0);
+}
+
+Result<BlockRecord> DiskTier::read_record(const BlockKey& key) {
+  const std::string path = block_path(key);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error{"missing"};  // evicted meanwhile
+  std::vector<uint8_t> bytes(geometry_.file_bytes());
+  struct stat st {};
+  const bool whole = ::fstat(fd, &st) == 0 &&
+                     static_cast<uint64_t>(st.st_size) == geometry_.file_bytes() &&
+                     read_all(fd, bytes);
+  ::close(fd);
+  if (!whole) return Error{"record of the wrong size"};
+  Result<BlockRecord> record = decode_block_record(bytes, geometry_);
+  if (record.ok()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.n_blocks_read;
+    stats_.n_bytes_read += static_cast<int64_t>(bytes.size());
+  }
+  return record;
+}
+
+std::vector<BlockRecord> DiskTier::read_chain(const NamespaceDigest& ns,
+                                              std::span<const TokenId> tokens, int32_t first_block,
+                                              int32_t max_blocks) {
+  const auto start = std::chrono::steady_clock::now();
+  const int32_t B = geometry_.block_size;
+  const int32_t n_whole = std::min<int32_t>(max_blocks, static_cast<int32_t>(tokens.size()) / B);
+  std::vector<BlockRecord> chain;
+  BlockKey parent = kRootBlockKey;
+  for (int32_t j = 0; j < n_whole; ++j) {
+    const auto block_tokens =
+        tokens.subspan(static_cast<size_t>(j) * static_cast<size_t>(B), static_cast<size_t>(B));
+    const BlockKey key = chain_block_key(parent, ns, block_tokens);
+    if (j < first_block) {  // held elsewhere: only its key is needed
+      parent = key;
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!index_.contains(key)) break;
+    }
+    Result<BlockRecord> record = read_record(key);
+    const bool valid = record.ok() && record->parent == parent && record->ns == ns &&
+                       std::equal(record->tokens.begin(), record->tokens.end(),
+                                  block_tokens.begin(), block_tokens.end());
+    if (!valid) {
+      if (!record.ok() && record.error().message == "missing") break;
+      log("cache dir " + config_.dir + ": dropped block " + block_key_hex(key).substr(0, 16) +
+          ": " +
+          (record.ok() ? std::string("its contents do not match its key")
+                       : record.error().message));
+      std::vector<BlockKey> dropped;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        drop_locked(key, dropped);
+        ++stats_.n_corrupt_dropped;
+      }
+      std::error_code ec;
+      for (const BlockKey& k : dropped) fs::remove(block_path(k), ec);
+      break;
+    }
+    chain.push_back(std::move(record).value());
+    parent = key;
+  }
+  // Deepest first: the parents end up more recent than their children (see the LRU above).
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) touch(it->key);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.read_ms += ms;
+  return chain;
+}
+
+DiskTierStats DiskTier::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  DiskTierStats s = stats_;
+  s.n_blocks = static_cast<int64_t>(index_.size());
+  s.n_bytes = s.n_blocks * static_cast<int64_t>(geometry_.file_bytes());
+  s.budget_bytes = config_.budget_bytes;
+  s.n_pending = static_cast<int64_t>(queue_.size()) + (writing_ ? 1 : 0);
+  return s;
+}
+
+std::vector<BlockKey> DiskTier::lru_order() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::vector<BlockKey>(lru_.begin(), lru_.end());
+}
+
+}  // namespace trellis

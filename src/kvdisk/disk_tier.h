@@ -1,0 +1,161 @@
+// The disk tier of the prefix cache: complete KV blocks the pool evicted, kept in files under a
+// cache directory, with their own LRU order and byte budget, across restarts.
+//
+// Layout of the cache directory:
+//   DIR/lock                      flock'ed by the one process using DIR (dir_lock.h)
+//   DIR/model-digests             remembered model file hashes (tier_identity.h)
+//   DIR/tier-<digest>/identity    what the tier is bound to, readable (TierIdentity::describe)
+//   DIR/tier-<digest>/blocks/     one file per block, <key hex>.blk (block_record.h)
+//   DIR/tier-<digest>/tmp/        records being written
+//
+// Crash safety. A record is written to tmp/, fsync'ed, renamed into blocks/, and the directory is
+// fsync'ed; only then is it added to the in-memory index. The index is rebuilt at open from the
+// names in blocks/, so a block is indexed exactly when its whole record is durable. Killing the
+// process at any moment leaves at worst a file in tmp/ (deleted at open). A record whose size or
+// header is wrong is dropped at open; one whose checksum fails is dropped when read (its
+// request recomputes the block). Nothing here can make open() fail except the directory itself.
+//
+// The index is a forest by construction: a record names its parent's key, and open() drops
+// records whose parent is missing (unreachable: lookups walk keys from block 0). For the same
+// reason a block dropped later (over the budget, or corrupt) takes its descendants with it.
+//
+// LRU: least recently used first, by written or read time (file modification times carry the
+// order over restarts; ties by key). Over the budget, the oldest blocks go. A chain read touches
+// its deepest block first, so parents are more recent than their children and go after them.
+//
+// Threads: one writer thread; every public function may be called from any thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "base/result.h"
+#include "kvdisk/block_key.h"
+#include "kvdisk/block_record.h"
+#include "kvdisk/dir_lock.h"
+#include "kvdisk/tier_identity.h"
+
+namespace trellis {
+
+struct DiskTierConfig {
+  std::string dir;
+  int64_t budget_bytes = 0;  // > 0: room for at least one block
+  TierIdentity identity;
+  // Records waiting for the writer beyond this many bytes are dropped, not waited for: the step
+  // loop that hands them over never blocks on the disk.
+  int64_t max_pending_bytes = int64_t{256} << 20;
+  // One line per notable event (a foreign tier ignored, a corrupt record dropped); default stderr.
+  std::function<void(const std::string&)> log;
+};
+
+struct DiskTierStats {
+  int64_t n_blocks = 0;  // indexed (durable) blocks
+  int64_t n_bytes = 0;   // their files' bytes
+  int64_t budget_bytes = 0;
+  int64_t n_pending = 0;  // queued for the writer
+  int64_t n_blocks_written = 0;
+  int64_t n_bytes_written = 0;
+  int64_t n_blocks_read = 0;
+  int64_t n_bytes_read = 0;
+  int64_t n_writes_dropped = 0;   // the queue was full
+  int64_t n_blocks_evicted = 0;   // over the budget
+  int64_t n_corrupt_dropped = 0;  // failed verification (at open or when read)
+  int64_t n_write_errors = 0;     // the disk refused a write (full, permissions)
+  double read_ms = 0;             // time spent in read_chain, in total
+};
+
+class DiskTier {
+ public:
+  // Locks DIR, opens (or creates) the tier of config.identity and rebuilds its index. Errors for
+  // a bad budget, a directory that cannot be created, or one another process holds.
+  static Result<std::unique_ptr<DiskTier>> open(DiskTierConfig config);
+  // Writes what is queued, then stops the writer.
+  ~DiskTier();
+  DiskTier(const DiskTier&) = delete;
+  DiskTier& operator=(const DiskTier&) = delete;
+
+  const RecordGeometry& geometry() const { return geometry_; }
+  int32_t block_size() const { return geometry_.block_size; }
+  const std::string& tier_dir() const { return tier_dir_; }
+
+  // True when the block is indexed or queued for writing.
+  bool contains(const BlockKey& key) const;
+  // Queues a record for the writer. False (dropped) when it is indexed or queued already, or the
+  // queue is full. Never waits on I/O. Precondition: the record matches geometry().
+  bool write_async(BlockRecord record);
+  // Blocks until every queued record is written (or failed).
+  void wait_idle();
+
+  // The longest run of blocks 0, 1, ... of `tokens` (namespace `ns`) on disk, at most max_blocks,
+  // read and verified: each record's key, parent, namespace and tokens must be what the chain
+  // expects. Stops at the first block missing or failing verification (that one is dropped from
+  // the index and deleted). Touches the blocks read.
+  std::vector<BlockRecord> read_chain(const NamespaceDigest& ns, std::span<const TokenId> tokens,
+                                      int32_t max_blocks) {
+    return read_chain(ns, tokens, 0, max_blocks);
+  }
+  // The same from block first_block on (the blocks before it are held elsewhere): returns blocks
+  // first_block, first_block + 1, ..., below max_blocks.
+  std::vector<BlockRecord> read_chain(const NamespaceDigest& ns, std::span<const TokenId> tokens,
+                                      int32_t first_block, int32_t max_blocks);
+
+  DiskTierStats stats() const;
+  // Indexed keys, least recently used first (tests).
+  std::vector<BlockKey> lru_order() const;
+
+ private:
+  DiskTier() = default;
+  Status init(DiskTierConfig config);
+  void log(const std::string& line) const;
+  void load_index();
+  void prune_orphans();
+  void writer_loop();
+  // Writes one record durably; false on an I/O error (then nothing is indexed).
+  bool write_record(const BlockRecord& record);
+  // Adds a durable record to the index and evicts over the budget (under mutex_).
+  void index_locked(const BlockKey& key, const BlockKey& parent);
+  void evict_over_budget_locked(std::vector<BlockKey>& victims);
+  void drop_locked(const BlockKey& key, std::vector<BlockKey>& dropped);
+  void unlink_child_locked(const BlockKey& parent, const BlockKey& child);
+  void touch(const BlockKey& key);
+  std::string block_path(const BlockKey& key) const;
+  Result<BlockRecord> read_record(const BlockKey& key);
+
+  struct Entry {
+    std::list<BlockKey>::iterator lru;
+    BlockKey parent{};
+  };
+
+  DiskTierConfig config_;
+  RecordGeometry geometry_;
+  DirLock lock_;
+  std::string tier_dir_, blocks_dir_, tmp_dir_;
+  int blocks_dir_fd_ = -1;
+  int64_t max_blocks_ = 0;  // the budget in whole records
+
+  mutable std::mutex mutex_;
+  std::condition_variable queue_changed_;
+  std::list<BlockKey> lru_;  // front: least recently used
+  std::unordered_map<BlockKey, Entry, BlockKeyHash> index_;
+  std::unordered_multimap<BlockKey, BlockKey, BlockKeyHash> children_;  // parent -> child, indexed
+  std::deque<BlockRecord> queue_;
+  std::unordered_set<BlockKey, BlockKeyHash> queued_;
+  bool writing_ = false;  // the writer holds a record outside the queue
+  bool stopping_ = false;
+  DiskTierStats stats_;
+  std::thread writer_;  // last: started once everything above exists
+};
+
+}  // namespace trellis

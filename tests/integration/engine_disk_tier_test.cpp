@@ -1,0 +1,397 @@
+// The engine with a disk tier under its prefix cache, on the tiny synthetic model: greedy outputs
+// and their logits equal those of runs without any cache, bit for bit, after evictions to disk,
+// loads back, restarts, corrupt tier files and a writer killed at random moments; namespaces stay
+// apart across restarts; a tier of another block size is ignored; a directory serves one engine
+// at a time; and no block is left behind in the pool.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "model/model_presets.h"
+#include "model/synth_model.h"
+#include "test_support.h"
+
+namespace trellis {
+namespace {
+namespace fs = std::filesystem;
+
+using Tokens = std::vector<TokenId>;
+constexpr int32_t kContext = 128;
+constexpr int32_t kBlock = 8;
+constexpr int32_t kMaxTokens = 6;
+
+const std::string& tiny_model_path() {
+  static const std::string path = [] {
+    std::string p = testing::temp_dir() + "/disk-tier-tiny.gguf";
+    SynthOptions options{*find_model_preset("tiny"), DType::Q8_0, 9, "", p, 2, false};
+    Status status = synthesize_model(options);
+    EXPECT_TRUE(status.ok()) << status.error().message;
+    return p;
+  }();
+  return path;
+}
+
+std::string fresh_dir(const std::string& name) {
+  const std::string dir = testing::temp_dir() + "/" + name;
+  fs::remove_all(dir);
+  return dir;
+}
+
+// A pool of one context plus two blocks: running the prompts one after another evicts.
+EngineConfig disk_config(const std::string& dir, std::vector<std::string>* log = nullptr) {
+  EngineConfig config;
+  config.n_threads = 2;
+  config.block_size = kBlock;
+  config.n_ctx = kContext;
+  config.kv_tokens = kContext + 2 * kBlock;
+  config.cache_dir = dir;
+  config.cache_disk_bytes = int64_t{64} << 20;
+  config.disk_log = [log](const std::string& line) {
+    if (log != nullptr) log->push_back(line);
+  };
+  return config;
+}
+
+std::unique_ptr<Engine> make_engine(const EngineConfig& config) {
+  Result<std::unique_ptr<Engine>> engine = Engine::create(tiny_model_path(), config);
+  EXPECT_TRUE(engine.ok()) << engine.error().message;
+  return engine.ok() ? std::move(engine).value() : nullptr;
+}
+
+EngineRequest greedy(Tokens prompt, std::string ns = "") {
+  EngineRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = kMaxTokens;
+  r.sampling.temperature = 0;
+  r.ignore_eos = true;
+  r.return_logits = true;
+  r.cache_namespace = std::move(ns);
+  return r;
+}
+
+// Prompts over two shared prefixes of 60 tokens, diverging at and around block boundaries.
+std::vector<Tokens> prompts(uint32_t seed, int n) {
+  std::mt19937 rng(seed);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::vector<Tokens> prefixes(2);
+  for (Tokens& p : prefixes) {
+    for (int i = 0; i < 60; ++i) p.push_back(pick(3, 2000));
+  }
+  std::vector<Tokens> out;
+  for (int i = 0; i < n; ++i) {
+    const Tokens& prefix = prefixes[static_cast<size_t>(pick(0, 1))];
+    const int shared = std::min(60, kBlock * pick(1, 7) + pick(-1, 1));
+    Tokens t(prefix.begin(), prefix.begin() + shared);
+    for (int k = pick(1, 20); k > 0; --k) t.push_back(pick(3, 2000));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// Outputs without any cache, one request at a time: what every other run must reproduce.
+const std::vector<RequestOutput>& reference(const std::vector<Tokens>& ps) {
+  static std::map<std::vector<Tokens>, std::vector<RequestOutput>> memo;
+  auto it = memo.find(ps);
+  if (it != memo.end()) return it->second;
+  EngineConfig config;
+  config.n_threads = 2;
+  config.block_size = kBlock;
+  config.n_ctx = kContext;
+  config.prefix_cache.enabled = false;
+  std::unique_ptr<Engine> engine = make_engine(config);
+  std::vector<RequestOutput> want;
+  for (const Tokens& p : ps) want.push_back(*engine->run(greedy(p)));
+  return memo[ps] = std::move(want);
+}
+
+void expect_same(const RequestOutput& got, const RequestOutput& want, const std::string& what) {
+  ASSERT_EQ(got.finish_reason, FinishReason::LENGTH) << what << ": " << got.error;
+  EXPECT_EQ(got.tokens, want.tokens) << what;
+  ASSERT_EQ(got.logits.size(), want.logits.size()) << what;
+  for (size_t s = 0; s < got.logits.size(); ++s)
+    ASSERT_EQ(got.logits[s], want.logits[s]) << what << ", step " << s;
+}
+
+void expect_no_leak(Engine& engine) {
+  Status ok = engine.check_invariants();
+  EXPECT_TRUE(ok.ok()) << (ok.ok() ? "" : ok.error().message);
+  EXPECT_EQ(engine.stats().n_blocks_in_use, 0);
+  engine.flush_cache();
+  EXPECT_EQ(engine.stats().n_blocks_free, engine.stats().n_blocks_total);
+  EXPECT_EQ(engine.stats().disk.n_pending, 0);
+}
+
+// Runs the prompts one after another, checking each against the reference; returns the prompt
+// tokens that came from disk.
+int64_t run_and_check(Engine& engine, const std::vector<Tokens>& ps, const std::string& what) {
+  const std::vector<RequestOutput>& want = reference(ps);
+  int64_t from_disk = 0;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    Result<RequestOutput> got = engine.run(greedy(ps[i]));
+    EXPECT_TRUE(got.ok()) << got.error().message;
+    if (!got.ok()) continue;
+    expect_same(*got, want[i], what + ", prompt " + std::to_string(i));
+    EXPECT_LE(got->stats.n_disk_cached_tokens, got->stats.n_cached_tokens);
+    from_disk += got->stats.n_disk_cached_tokens;
+  }
+  return from_disk;
+}
+
+// The files in the tier's blocks/ folder: exactly the indexed blocks, none left behind.
+int64_t block_files(const std::string& dir) {
+  int64_t n = 0;
+  for (const auto& tier : fs::directory_iterator(dir)) {
+    if (!tier.is_directory()) continue;
+    for (const auto& f : fs::directory_iterator(tier.path() / "blocks")) n += f.is_regular_file();
+  }
+  return n;
+}
+
+TEST(EngineDiskTierTest, OutputsEqualNoCacheAfterEvictionsToDiskLoadsAndRestarts) {
+  const std::vector<Tokens> ps = prompts(7, 10);
+  const std::string dir = fresh_dir("exact");
+  {
+    std::unique_ptr<Engine> engine = make_engine(disk_config(dir));
+    ASSERT_NE(engine, nullptr);
+    run_and_check(*engine, ps, "first run");
+    EXPECT_GT(engine->stats().n_blocks_evicted, 0) << "the small pool should evict";
+    engine->flush_cache();  // everything to disk
+    EXPECT_GT(engine->stats().disk.n_blocks, 0);
+    EXPECT_GT(run_and_check(*engine, ps, "after a flush to disk"), 0);
+    EXPECT_GT(engine->stats().disk.n_blocks_read, 0);
+    expect_no_leak(*engine);
+  }
+  for (int restart = 1; restart <= 2; ++restart) {
+    std::unique_ptr<Engine> engine = make_engine(disk_config(dir));
+    ASSERT_NE(engine, nullptr);
+    const EngineStats at_start = engine->stats();
+    EXPECT_GT(at_start.disk.n_blocks, 0) << "the index is rebuilt at start";
+    // The very first request after the restart finds its prefix on disk.
+    Result<RequestOutput> first = engine->run(greedy(ps[0]));
+    ASSERT_TRUE(first.ok()) << first.error().message;
+    expect_same(*first, reference(ps)[0], "first after restart");
+    EXPECT_GE(first->stats.n_disk_cached_tokens, kBlock);
+    EXPECT_EQ(first->stats.n_disk_cached_tokens, first->stats.n_cached_tokens);
+    EXPECT_GT(run_and_check(*engine, ps, "restart " + std::to_string(restart)), 0);
+    EXPECT_EQ(engine->stats().disk.n_corrupt_dropped, 0);
+    expect_no_leak(*engine);
+  }
+}
+
+TEST(EngineDiskTierTest, ConcurrentRequestsWithLoadsGiveWhatTheyGiveAlone) {
+  const std::vector<Tokens> ps = prompts(11, 12);
+  const std::string dir = fresh_dir("concurrent");
+  {
+    std::unique_ptr<Engine> engine = make_engine(disk_config(dir));
+    run_and_check(*engine, ps, "warm-up");
+  }
+  EngineConfig config = disk_config(dir);
+  config.scheduler.max_batch_tokens = 24;
+  config.scheduler.max_seqs = 5;
+  std::unique_ptr<Engine> engine = make_engine(config);
+  std::vector<RequestHandle> handles;
+  for (const Tokens& p : ps) handles.push_back(*engine->submit(greedy(p)));
+  int64_t from_disk = 0;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    expect_same(handles[i].wait(), reference(ps)[i], "prompt " + std::to_string(i));
+    from_disk += handles[i].wait().stats.n_disk_cached_tokens;
+  }
+  EXPECT_GT(from_disk, 0);
+  EXPECT_GE(engine->stats().n_disk_hit_tokens, from_disk);  // loaded, whoever used them
+  expect_no_leak(*engine);
+}
+
+TEST(EngineDiskTierTest, NamespacesStayApartAcrossRestarts) {
+  const std::string dir = fresh_dir("namespaces");
+  Tokens system(50);
+  for (size_t i = 0; i < system.size(); ++i) system[i] = static_cast<TokenId>(700 + i);
+  {
+    std::unique_ptr<Engine> engine = make_engine(disk_config(dir));
+    ASSERT_TRUE(engine->warm("tenant-a", system).ok());
+  }
+  std::unique_ptr<Engine> engine = make_engine(disk_config(dir));
+  Tokens prompt = system;
+  prompt.push_back(5);
+  const RequestOutput other = *engine->run(greedy(prompt, "tenant-b"));
+  EXPECT_EQ(other.stats.n_cached_tokens, 0);
+  EXPECT_EQ(other.stats.n_disk_cached_tokens, 0);
+  const RequestOutput none = *engine->run(greedy(prompt, ""));
+  EXPECT_EQ(none.stats.n_disk_cached_tokens, 0);
+  const RequestOutput own = *engine->run(greedy(prompt, "tenant-a"));
+  EXPECT_EQ(own.stats.n_disk_cached_tokens, 48);  // six whole blocks of the 50 tokens
+  EXPECT_EQ(own.tokens, other.tokens);
+  expect_no_leak(*engine);
+}
+
+TEST(EngineDiskTierTest, ATierOfAnotherBlockSizeIsIgnoredWithOneLogLine) {
+  const std::vector<Tokens> ps = prompts(5, 4);
+  const std::string dir = fresh_dir("block-size");
+  {
+    std::unique_ptr<Engine> engine = make_engine(disk_config(dir));
+    run_and_check(*engine, ps, "block size 8");
+  }
+  std::vector<std::string> log;
+  EngineConfig config = disk_config(dir, &log);
+  config.block_size = 2 * kBlock;
+  std::unique_ptr<Engine> engine = make_engine(config);
+  ASSERT_NE(engine, nullptr);
+  EXPECT_EQ(engine->stats().disk.n_blocks, 0);
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_NE(log[0].find("ignoring 1 tier"), std::string::npos) << log[0];
+  for (const Tokens& p : ps) EXPECT_EQ(engine->run(greedy(p))->stats.n_disk_cached_tokens, 0);
+}
+
+TEST(EngineDiskTierTest, TwoEnginesOnOneDirectoryAreRefused) {
+  const std::string dir = fresh_dir("two");
+  std::unique_ptr<Engine> first = make_engine(disk_config(dir));
+  ASSERT_NE(first, nullptr);
+  Result<std::unique_ptr<Engine>> second = Engine::create(tiny_model_path(), disk_config(dir));
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.error().message.find("in use by another process"), std::string::npos)
+      << second.error().message;
+}
+
+TEST(EngineDiskTierTest, CorruptAndTruncatedTierFilesAreDroppedAndRecomputed) {
+  const std::vector<Tokens> ps = prompts(13, 8);
+  const std::string dir = fresh_dir("corrupt");
+  {
+    std::unique_ptr<Engine> engine = make_engine(disk_config(dir));
+    run_and_check(*engine, ps, "writing");
+  }
+  // Every other block file gets a flipped byte in its K/V; every third is cut short.
+  int n = 0;
+  for (const auto& tier : fs::directory_iterator(dir)) {
+    if (!tier.is_directory()) continue;
+    for (const auto& f : fs::directory_iterator(tier.path() / "blocks")) {
+      ++n;
+      if (n % 3 == 0) {
+        fs::resize_file(f.path(), fs::file_size(f.path()) / 2);
+      } else if (n % 2 == 0) {
+        std::fstream io(f.path(), std::ios::in | std::ios::out | std::ios::binary);
+        io.seekp(static_cast<std::streamoff>(fs::file_size(f.path()) / 2));
+        io.put('\x7f');
+      }
+    }
+  }
+  ASSERT_GT(n, 3);
+  std::unique_ptr<Engine> engine = make_engine(disk_config(dir));
+  run_and_check(*engine, ps, "after corruption");
+  run_and_check(*engine, ps, "again");
+  EXPECT_GT(engine->stats().disk.n_corrupt_dropped, 0);
+  expect_no_leak(*engine);
+}
+
+TEST(EngineDiskTierTest, ATinyDiskBudgetEvictsOnDiskAndLeaksNothing) {
+  const std::vector<Tokens> ps = prompts(17, 16);
+  const std::string dir = fresh_dir("budget");
+  EngineConfig config = disk_config(dir);
+  std::unique_ptr<Engine> probe = make_engine(config);
+  ASSERT_NE(probe, nullptr);
+  const int64_t record_bytes =
+      probe->stats().disk.budget_bytes > 0
+          ? static_cast<int64_t>(probe->kv_bytes()) / probe->stats().n_blocks_total
+          : 0;
+  probe.reset();
+  config.cache_disk_bytes = 6 * (record_bytes + 4096);  // about six blocks
+  std::unique_ptr<Engine> engine = make_engine(config);
+  ASSERT_NE(engine, nullptr);
+  for (int round = 0; round < 3; ++round) {
+    run_and_check(*engine, ps, "round " + std::to_string(round));
+    engine->flush_cache();
+    EXPECT_LE(engine->stats().disk.n_bytes, config.cache_disk_bytes);
+  }
+  EXPECT_GT(engine->stats().disk.n_blocks_evicted, 0);
+  expect_no_leak(*engine);
+  EXPECT_EQ(block_files(dir), engine->stats().disk.n_blocks);
+}
+
+// Concurrent submissions in several namespaces, some cancelled at once (possibly while their
+// prefix is being read from disk), flushes to disk in between, over a tiny pool and a disk budget
+// of a few blocks: every request that ends normally gives the reference output, and afterwards no
+// block is held in the pool and the disk holds exactly its indexed blocks.
+TEST(EngineDiskTierTest, StressWithCancellationsLeaksNothingInEitherTier) {
+  const std::vector<Tokens> ps = prompts(23, 10);
+  const std::vector<RequestOutput>& want = reference(ps);
+  const std::string dir = fresh_dir("stress");
+  EngineConfig config = disk_config(dir);
+  config.scheduler.max_batch_tokens = 24;
+  config.scheduler.max_seqs = 4;
+  std::mt19937 rng(5);
+  int64_t disk_hit_tokens = 0;
+  for (int round = 0; round < 4; ++round) {
+    config.cache_disk_bytes = round % 2 == 0 ? (int64_t{64} << 20) : (int64_t{1} << 20);
+    std::unique_ptr<Engine> engine = make_engine(config);
+    ASSERT_NE(engine, nullptr);
+    for (int wave = 0; wave < 3; ++wave) {
+      std::vector<std::pair<size_t, RequestHandle>> handles;
+      for (int k = 0; k < 8; ++k) {
+        const size_t i = rng() % ps.size();
+        // Outputs do not depend on the namespace: the reference holds for both.
+        Result<RequestHandle> h = engine->submit(greedy(ps[i], rng() % 2 ? "a" : ""));
+        ASSERT_TRUE(h.ok()) << h.error().message;
+        if (rng() % 4 == 0) h->cancel();
+        handles.emplace_back(i, *h);
+      }
+      for (auto& [i, h] : handles) {
+        const RequestOutput& got = h.wait();
+        if (got.finish_reason == FinishReason::CANCELLED) continue;
+        expect_same(got, want[i],
+                    "round " + std::to_string(round) + ", prompt " + std::to_string(i));
+      }
+      if (wave == 1) engine->flush_cache();
+    }
+    expect_no_leak(*engine);
+    EXPECT_EQ(block_files(dir), engine->stats().disk.n_blocks);
+    EXPECT_LE(engine->stats().disk.n_bytes, config.cache_disk_bytes);
+    disk_hit_tokens += engine->stats().n_disk_hit_tokens;
+  }
+  EXPECT_GT(disk_hit_tokens, 0) << "the stress never loaded from disk";
+}
+
+// A child process runs requests over a disk tier (and flushes to it) until it is killed with
+// SIGKILL at a random moment; each time, a new engine on the directory must open and reproduce
+// the reference outputs exactly.
+TEST(EngineDiskTierTest, KillingTheProcessAtAnyMomentNeverYieldsWrongKv) {
+  const std::vector<Tokens> ps = prompts(19, 6);
+  const std::vector<RequestOutput>& want = reference(ps);
+  const std::string dir = fresh_dir("crash");
+  std::mt19937 rng(99);
+  int64_t max_blocks_seen = 0;
+  for (int round = 0; round < 6; ++round) {
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      Result<std::unique_ptr<Engine>> engine = Engine::create(tiny_model_path(), disk_config(dir));
+      if (!engine.ok()) ::_exit(3);
+      for (size_t i = 0;; ++i) {
+        (void)(*engine)->run(greedy(ps[i % ps.size()]));
+        if (i % 3 == 2) (*engine)->flush_cache();
+      }
+    }
+    ::usleep(static_cast<useconds_t>(std::uniform_int_distribution<int>(50000, 400000)(rng)));
+    ::kill(child, SIGKILL);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "the child ended by itself: " << status;
+    std::unique_ptr<Engine> engine = make_engine(disk_config(dir));
+    ASSERT_NE(engine, nullptr);
+    max_blocks_seen = std::max(max_blocks_seen, engine->stats().disk.n_blocks);
+    for (size_t i = 0; i < ps.size(); ++i)
+      expect_same(*engine->run(greedy(ps[i])), want[i], "round " + std::to_string(round));
+    EXPECT_EQ(engine->stats().disk.n_corrupt_dropped, 0);
+  }
+  EXPECT_GT(max_blocks_seen, 0) << "the killed processes never wrote: the test tested nothing";
+}
+
+}  // namespace
+}  // namespace trellis
