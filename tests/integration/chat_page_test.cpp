@@ -29,20 +29,6 @@ using testing::run_shell;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-#define REQUIRE_CURL() \
-  if (!have_program("curl")) GTEST_SKIP() << "curl is not installed (scripts/install-deps.sh)"
-
-std::unique_ptr<Server> start_server(const std::vector<std::string>& args, const std::string& name,
-                                     std::string& error) {
-  const std::string model = synth_tiny_model();
-  if (model.empty()) {
-    error = "model synth failed";
-    return nullptr;
-  }
-  auto server = std::make_unique<Server>(model, args, name);
-  error = server->start();
-  return server;
-}
 
 void stop_server(Server& server) {
   ASSERT_TRUE(server.process().send_signal(SIGTERM));

@@ -245,6 +245,10 @@ class Server {
   int port_ = 0;
 };
 
+// Skips the test where curl is missing.
+#define REQUIRE_CURL() \
+  if (!have_program("curl")) GTEST_SKIP() << "curl is not installed (scripts/install-deps.sh)"
+
 inline std::string synth_tiny_model() {
   const std::string path = testing::temp_dir() + "/server-tiny.gguf";
   if (fs::exists(path)) return path;
@@ -252,6 +256,19 @@ inline std::string synth_tiny_model() {
       run_shell(std::string(TRELLIS_CLI_PATH) +
                 " model synth --preset tiny --type q8_0 --seed 5 -o " + path + " 2>&1");
   return synth.exit_code == 0 ? path : "";
+}
+
+// A fresh `trellis serve` on the tiny model with `args`, started; `error` says what went wrong.
+inline std::unique_ptr<Server> start_server(const std::vector<std::string>& args,
+                                            const std::string& name, std::string& error) {
+  const std::string model = synth_tiny_model();
+  if (model.empty()) {
+    error = "model synth failed";
+    return nullptr;
+  }
+  auto server = std::make_unique<Server>(model, args, name);
+  error = server->start();
+  return server;
 }
 
 // The node_modules folder holding `openai`: $TRELLIS_NODE_MODULES, else <build>/node/node_modules

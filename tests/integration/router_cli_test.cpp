@@ -21,8 +21,6 @@ using testing::run_cli;
 using namespace testing::cli_server;
 using json = nlohmann::json;
 
-#define REQUIRE_CURL() \
-  if (!have_program("curl")) GTEST_SKIP() << "curl is not installed (scripts/install-deps.sh)"
 
 constexpr const char* kRouterMarker = "router listening on http://";
 

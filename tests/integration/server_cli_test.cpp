@@ -44,8 +44,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-#define REQUIRE_CURL() \
-  if (!have_program("curl")) GTEST_SKIP() << "curl is not installed (scripts/install-deps.sh)"
 
 // One server shared by the tests that do not stop it.
 class ServerTest : public ::testing::Test {
@@ -308,19 +306,6 @@ TEST_F(ServerTest, BadRequestsGetOpenAiShapedErrors) {
 
   // The server still serves after all of that.
   EXPECT_EQ(post("/v1/completions", completion_request(2)).status, 200);
-}
-
-// A fresh server for tests that stop it or configure it differently.
-std::unique_ptr<Server> start_server(const std::vector<std::string>& args, const std::string& name,
-                                     std::string& error) {
-  const std::string model = synth_tiny_model();
-  if (model.empty()) {
-    error = "model synth failed";
-    return nullptr;
-  }
-  auto server = std::make_unique<Server>(model, args, name);
-  error = server->start();
-  return server;
 }
 
 TEST(ServerAuth, ApiKeyIsRequiredExceptForHealth) {
