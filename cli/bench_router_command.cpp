@@ -38,9 +38,14 @@ std::vector<std::string> split_commas(const std::string& text) {
   return parts;
 }
 
-std::string replica_counts(const json& counts) {
+// "a/b/c" of a JSON array of numbers, each printed with `format`.
+std::string slash_list(const json& values, const char* format) {
   std::string text;
-  for (const json& c : counts) text += (text.empty() ? "" : "/") + std::to_string(c.get<uint64_t>());
+  char item[32];
+  for (const json& v : values) {
+    std::snprintf(item, sizeof(item), format, v.get<double>());
+    text += (text.empty() ? "" : "/") + std::string(item);
+  }
   return text;
 }
 
@@ -51,15 +56,16 @@ void print_table(const bench::RouterBenchOptions& o, const json& rows) {
       o.groups, o.sessions, o.turns, o.system_len, o.user_len, o.decode_len, o.replicas,
       o.engine.n_threads, o.model_path.c_str());
   std::printf(
-      "| run | replicas | requests/s | gen tokens/s | hit rate | TTFT p50 | latency p50 | worst "
-      "group p99 | requests per replica |\n|---|---|---|---|---|---|---|---|---|\n");
+      "| run | replicas | requests/s | gen tokens/s | hit rate | TTFT p50 | latency p50 | p99 per "
+      "group (ms) | requests per replica |\n|---|---|---|---|---|---|---|---|---|\n");
   for (const json& r : rows) {
-    std::printf("| %s | %d | %.3f | %.2f | %.1f%% | %.0f ms | %.0f ms | %.0f ms | %s |\n",
+    std::printf("| %s | %d | %.3f | %.2f | %.1f%% | %.0f ms | %.0f ms | %s | %s |\n",
                 r["run"].get<std::string>().c_str(), r["replicas"].get<int>(),
                 r["requests_per_s"].get<double>(), r["generation_tokens_per_s"].get<double>(),
                 100.0 * r["hit_rate"].get<double>(), r["ttft_ms_p50"].get<double>(),
-                r["latency_ms_p50"].get<double>(), r["worst_group_latency_ms_p99"].get<double>(),
-                replica_counts(r["requests_per_replica"]).c_str());
+                r["latency_ms_p50"].get<double>(),
+                slash_list(r["group_latency_ms_p99"], "%.0f").c_str(),
+                slash_list(r["requests_per_replica"], "%.0f").c_str());
   }
 }
 

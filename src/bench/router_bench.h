@@ -40,7 +40,8 @@ struct RouterBenchOptions {
 // Checks the options, then one run per policy and the single run. The record: "bench" =
 // "router", the options, machine, commit, model, and "runs" (one row each: "run", "replicas",
 // "requests", "requests_per_s", "generation_tokens_per_s", "prompt_tokens", "cached_tokens",
-// "hit_rate", "ttft_ms_p50", "latency_ms_p50", "worst_group_latency_ms_p99",
+// "hit_rate", "ttft_ms_p50", "latency_ms_p50", "group_latency_ms_p99" (one per group),
+// "worst_group_latency_ms_p99",
 // "requests_per_replica", "wall_ms").
 Result<nlohmann::json> run_router_bench(const RouterBenchOptions& options,
                                         const Observer& observer);

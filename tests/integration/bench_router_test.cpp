@@ -3,6 +3,7 @@
 // visible in the usage the replicas reported. No timing assertions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -39,6 +40,10 @@ TEST(BenchRouterTest, EveryPolicyRunsAndCacheAwareKeepsConversationsCached) {
     for (const nlohmann::json& n : r["requests_per_replica"]) routed += n.get<uint64_t>();
     EXPECT_EQ(routed, 18u) << r.dump();
     EXPECT_GT(r["prompt_tokens"].get<int64_t>(), 0);
+    ASSERT_EQ(r["group_latency_ms_p99"].size(), 3u);
+    double worst = 0;
+    for (const nlohmann::json& p99 : r["group_latency_ms_p99"]) worst = std::max(worst, p99.get<double>());
+    EXPECT_EQ(worst, r["worst_group_latency_ms_p99"].get<double>());
     EXPECT_LE(r["ttft_ms_p50"].get<double>(), r["latency_ms_p50"].get<double>() + 1e-9);
   }
   const nlohmann::json& cache_aware = record["runs"][0];
