@@ -59,4 +59,14 @@ std::string temp_dir() {
   return dir.path.string();
 }
 
+EngineRequest greedy_request(std::vector<TokenId> prompt, int32_t max_tokens, bool return_logits) {
+  EngineRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.sampling.temperature = 0;
+  r.ignore_eos = true;
+  r.return_logits = return_logits;
+  return r;
+}
+
 }  // namespace trellis::testing

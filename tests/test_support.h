@@ -2,7 +2,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "engine/engine.h"
 #include "tokenizer/vocab.h"
 
 namespace trellis::testing {
@@ -19,6 +21,11 @@ std::string shared_dir();
 bool have_shared_dir();
 // A fresh empty directory for this test's files, removed at process exit.
 std::string temp_dir();
+
+// A greedy request that generates exactly max_tokens tokens (EOS ignored), with the logits of
+// each generated token when `return_logits`.
+EngineRequest greedy_request(std::vector<TokenId> prompt, int32_t max_tokens,
+                             bool return_logits = false);
 
 }  // namespace trellis::testing
 

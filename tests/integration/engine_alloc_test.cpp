@@ -50,12 +50,7 @@ Tokens counting_tokens(TokenId first, int32_t n) {
 }
 
 EngineRequest greedy(Tokens prompt, int32_t max_tokens) {
-  EngineRequest r;
-  r.prompt = std::move(prompt);
-  r.max_tokens = max_tokens;
-  r.sampling.temperature = 0;
-  r.ignore_eos = true;
-  return r;
+  return testing::greedy_request(std::move(prompt), max_tokens);
 }
 
 // A stretch of n_pieces pieces of the probe request's text, from the first piece at which `ready`

@@ -69,12 +69,7 @@ std::unique_ptr<Engine> make_engine(const EngineConfig& config) {
 }
 
 EngineRequest greedy(Tokens prompt, std::string ns = "") {
-  EngineRequest r;
-  r.prompt = std::move(prompt);
-  r.max_tokens = kMaxTokens;
-  r.sampling.temperature = 0;
-  r.ignore_eos = true;
-  r.return_logits = true;
+  EngineRequest r = testing::greedy_request(std::move(prompt), kMaxTokens, /*return_logits=*/true);
   r.cache_namespace = std::move(ns);
   return r;
 }

@@ -53,13 +53,7 @@ std::unique_ptr<Engine> make_engine(const EngineConfig& config) {
 }
 
 EngineRequest greedy(Tokens prompt, int32_t max_tokens) {
-  EngineRequest r;
-  r.prompt = std::move(prompt);
-  r.max_tokens = max_tokens;
-  r.sampling.temperature = 0;
-  r.ignore_eos = true;
-  r.return_logits = true;
-  return r;
+  return testing::greedy_request(std::move(prompt), max_tokens, /*return_logits=*/true);
 }
 
 // Prompts over two shared prefixes, with lengths around block boundaries.
