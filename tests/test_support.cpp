@@ -1,9 +1,14 @@
 #include "test_support.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
+
+#include "bench/requests.h"
+#include "model/model_presets.h"
+#include "model/synth_model.h"
 
 namespace trellis::testing {
 
@@ -60,13 +65,20 @@ std::string temp_dir() {
 }
 
 EngineRequest greedy_request(std::vector<TokenId> prompt, int32_t max_tokens, bool return_logits) {
-  EngineRequest r;
-  r.prompt = std::move(prompt);
-  r.max_tokens = max_tokens;
-  r.sampling.temperature = 0;
-  r.ignore_eos = true;
+  EngineRequest r = bench::greedy_request(std::move(prompt), max_tokens);
   r.return_logits = return_logits;
   return r;
+}
+
+const std::string& tiny_engine_model() {
+  static const std::string path = [] {
+    const std::string p = temp_dir() + "/engine-tiny.gguf";
+    const SynthOptions options{*find_model_preset("tiny"), DType::Q8_0, 9, "", p, 2, false};
+    const Status status = synthesize_model(options);
+    EXPECT_TRUE(status.ok()) << status.error().message;
+    return p;
+  }();
+  return path;
 }
 
 }  // namespace trellis::testing

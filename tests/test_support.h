@@ -27,6 +27,9 @@ std::string temp_dir();
 EngineRequest greedy_request(std::vector<TokenId> prompt, int32_t max_tokens,
                              bool return_logits = false);
 
+// The tiny preset as Q8_0 (seed 9), made once per test process: the engine tests' model.
+const std::string& tiny_engine_model();
+
 }  // namespace trellis::testing
 
 // Skips the current test with a clear message when ../shared is absent.

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "bench/bench_tokens.h"
+#include "bench/requests.h"
 
 namespace trellis::bench {
 namespace {
@@ -23,15 +24,6 @@ struct Sample {
     return RestartPhase{stats(ttft_ms), cached / reps, disk_cached / reps, load_ms / reps};
   }
 };
-
-EngineRequest greedy(std::vector<TokenId> prompt, int32_t n_gen) {
-  EngineRequest r;
-  r.prompt = std::move(prompt);
-  r.max_tokens = n_gen;
-  r.sampling.temperature = 0;
-  r.ignore_eos = true;
-  return r;
-}
 
 }  // namespace
 
@@ -60,20 +52,20 @@ Result<RestartResult> run_restart_bench(const RestartOptions& options, const Obs
     Result<std::unique_ptr<Engine>> one = Engine::create(options.model_path, config);
     if (!one.ok()) return one.error();
     const std::vector<TokenId> question_a = prompt(**one, seed);
-    Result<RequestOutput> a = (*one)->run(greedy(question_a, options.n_gen));
+    Result<RequestOutput> a = (*one)->run(greedy_request(question_a, options.n_gen));
     if (!a.ok()) return a.error();
     cold.add(a->stats);
-    Result<RequestOutput> b = (*one)->run(greedy(prompt(**one, seed + 1), options.n_gen));
+    Result<RequestOutput> b = (*one)->run(greedy_request(prompt(**one, seed + 1), options.n_gen));
     if (!b.ok()) return b.error();
     hot.add(b->stats);
     one->reset();  // the engine's end writes what it cached to the disk tier
 
     Result<std::unique_ptr<Engine>> two = Engine::create(options.model_path, config);
     if (!two.ok()) return two.error();
-    Result<RequestOutput> c = (*two)->run(greedy(prompt(**two, seed + 2), options.n_gen));
+    Result<RequestOutput> c = (*two)->run(greedy_request(prompt(**two, seed + 2), options.n_gen));
     if (!c.ok()) return c.error();
     warm.add(c->stats);
-    Result<RequestOutput> again = (*two)->run(greedy(question_a, options.n_gen));
+    Result<RequestOutput> again = (*two)->run(greedy_request(question_a, options.n_gen));
     if (!again.ok()) return again.error();
     result.outputs_match = result.outputs_match && again->tokens == a->tokens;
     observer.report_progress("restart", static_cast<uint64_t>(rep + 1),

@@ -17,8 +17,6 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "model/model_presets.h"
-#include "model/synth_model.h"
 #include "test_support.h"
 
 namespace trellis {
@@ -30,16 +28,7 @@ constexpr int32_t kContext = 128;
 constexpr int32_t kBlock = 8;
 constexpr int32_t kMaxTokens = 6;
 
-const std::string& tiny_model_path() {
-  static const std::string path = [] {
-    std::string p = testing::temp_dir() + "/disk-tier-tiny.gguf";
-    SynthOptions options{*find_model_preset("tiny"), DType::Q8_0, 9, "", p, 2, false};
-    Status status = synthesize_model(options);
-    EXPECT_TRUE(status.ok()) << status.error().message;
-    return p;
-  }();
-  return path;
-}
+const std::string& tiny_model_path() { return testing::tiny_engine_model(); }
 
 std::string fresh_dir(const std::string& name) {
   const std::string dir = testing::temp_dir() + "/" + name;

@@ -15,8 +15,6 @@
 #include <thread>
 #include <vector>
 
-#include "model/model_presets.h"
-#include "model/synth_model.h"
 #include "sample/rng.h"
 #include "test_support.h"
 
@@ -27,16 +25,7 @@ using Tokens = std::vector<TokenId>;
 constexpr int32_t kContext = 128;
 constexpr int32_t kBlock = 8;
 
-const std::string& tiny_model_path() {
-  static const std::string path = [] {
-    std::string p = testing::temp_dir() + "/engine-tiny.gguf";
-    SynthOptions options{*find_model_preset("tiny"), DType::Q8_0, 9, "", p, 2, false};
-    Status status = synthesize_model(options);
-    EXPECT_TRUE(status.ok()) << status.error().message;
-    return p;
-  }();
-  return path;
-}
+const std::string& tiny_model_path() { return testing::tiny_engine_model(); }
 
 EngineConfig base_config() {
   EngineConfig config;
