@@ -31,17 +31,18 @@ void print_table(const WorkloadArgs& args, const nlohmann::json& rows) {
                 o.reps);
   }
   std::printf(
-      "| run | hit rate | cached / prompt tokens | gen tokens/s | latency mean | p50 | p99 | "
-      "scheduler ms/step |\n|---|---|---|---|---|---|---|---|\n");
+      "| run | hit rate | cached / prompt tokens | from disk | gen tokens/s | latency mean | p50 | "
+      "p99 | scheduler ms/step |\n|---|---|---|---|---|---|---|---|---|\n");
   for (const nlohmann::json& row : rows) {
     char spread[64] = "";
     if (row.contains("reps")) {
       std::snprintf(spread, sizeof spread, " +- %.2f",
                     row["generation_tokens_per_s_stddev"].get<double>());
     }
-    std::printf("| %s | %.3f | %lld / %lld | %.2f%s | %.0f ms | %.0f ms | %.0f ms | %.3f |\n",
+    std::printf("| %s | %.3f | %lld / %lld | %lld | %.2f%s | %.0f ms | %.0f ms | %.0f ms | %.3f |\n",
                 row["run"].get<std::string>().c_str(), row["hit_rate"].get<double>(),
                 row["cached_tokens"].get<long long>(), row["prompt_tokens"].get<long long>(),
+                row["disk_cached_tokens"].get<long long>(),
                 row["generation_tokens_per_s"].get<double>(), spread,
                 row["latency_ms_mean"].get<double>(), row["latency_ms_p50"].get<double>(),
                 row["latency_ms_p99"].get<double>(), row["scheduler_ms_per_step"].get<double>());

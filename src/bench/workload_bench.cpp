@@ -1,7 +1,11 @@
 #include "bench/workload_bench.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <deque>
+#include <filesystem>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -15,15 +19,25 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// One configuration of the engine: the three runs of every workload.
+// One configuration of the engine: the three runs of every workload, and a fourth with the
+// disk tier when the options name a cache directory.
 struct Variant {
   const char* label;
   bool cache_on;
   SchedulePolicy policy;
+  bool disk_tier = false;
 };
 constexpr Variant kVariants[] = {{"cache off", false, SchedulePolicy::FCFS},
                                  {"cache on, fcfs", true, SchedulePolicy::FCFS},
                                  {"cache on, lpm", true, SchedulePolicy::LPM}};
+constexpr Variant kDiskVariant = {"cache on, lpm, disk tier", true, SchedulePolicy::LPM, true};
+
+// Where the disk-tier run keeps its tier: a fresh folder inside the given directory, so that
+// every run starts with an empty tier and nothing else in the directory is touched.
+std::string run_tier_dir(const std::string& cache_dir) {
+  return (std::filesystem::path(cache_dir) / ("bench-workload-" + std::to_string(::getpid())))
+      .string();
+}
 
 // The figures of one run (one repetition of one variant).
 struct RunFigures {
@@ -34,6 +48,7 @@ struct RunFigures {
   std::vector<double> latencies_ms;           // one per request (chat turn, tree node)
   std::vector<std::vector<TokenId>> outputs;  // in an order fixed by the workload, not by timing
   double scheduler_ms_per_step = 0;           // the scheduler's own planning cost
+  int64_t disk_cached_tokens = 0;             // of cached_tokens, those read from the disk tier
 
   void add(const RequestOutput& out) {
     prompt_tokens += out.stats.n_prompt_tokens;
@@ -161,6 +176,11 @@ Result<RunFigures> run_once(const WorkloadOptions& options, const Variant& varia
   EngineConfig config = options.engine;
   config.prefix_cache.enabled = variant.cache_on;
   config.scheduler.policy = variant.policy;
+  config.cache_dir = variant.disk_tier ? run_tier_dir(options.engine.cache_dir) : std::string();
+  if (!config.cache_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(config.cache_dir, ec);  // each run starts with an empty tier
+  }
   if (config.n_ctx == 0) config.n_ctx = max_sequence_tokens(options.workload, options.sizes);
   Result<std::unique_ptr<Engine>> created = Engine::create(options.model_path, config);
   if (!created.ok()) return created.error();
@@ -186,14 +206,21 @@ Result<RunFigures> run_once(const WorkloadOptions& options, const Variant& varia
   figures.wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   const EngineStats stats = engine.stats();
   figures.scheduler_ms_per_step = stats.n_steps > 0 ? stats.scheduler_ms / stats.n_steps : 0;
+  figures.disk_cached_tokens = stats.n_disk_hit_tokens;
+  created->reset();
+  if (!config.cache_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(config.cache_dir, ec);
+  }
   return figures;
 }
 
 // One row of the report: a variant's repetitions summed up.
 nlohmann::json summary_row(const Variant& variant, const std::vector<RunFigures>& reps) {
   std::vector<double> tokens_per_s, latency_means, hit_rates, walls, scheduler_ms, all_latencies;
-  int64_t prompt_tokens = 0, cached_tokens = 0;
+  int64_t prompt_tokens = 0, cached_tokens = 0, disk_cached_tokens = 0;
   for (const RunFigures& r : reps) {
+    disk_cached_tokens += r.disk_cached_tokens;
     tokens_per_s.push_back(r.tokens_per_s());
     latency_means.push_back(stats(r.latencies_ms).mean);
     walls.push_back(r.wall_ms);
@@ -206,6 +233,7 @@ nlohmann::json summary_row(const Variant& variant, const std::vector<RunFigures>
   nlohmann::json row = {{"run", variant.label},
                         {"prompt_tokens", prompt_tokens / n},
                         {"cached_tokens", cached_tokens / n},
+                        {"disk_cached_tokens", disk_cached_tokens / n},
                         {"hit_rate", prompt_tokens > 0 ? static_cast<double>(cached_tokens) /
                                                              static_cast<double>(prompt_tokens)
                                                        : 0.0},
@@ -264,7 +292,9 @@ Result<nlohmann::json> run_workload_bench(const WorkloadOptions& options,
   nlohmann::json rows = nlohmann::json::array();
   bool identical = true;
   std::vector<std::vector<TokenId>> reference;
-  for (const Variant& v : kVariants) {
+  std::vector<Variant> variants(std::begin(kVariants), std::end(kVariants));
+  if (!options.engine.cache_dir.empty()) variants.push_back(kDiskVariant);
+  for (const Variant& v : variants) {
     const auto n_runs = static_cast<uint64_t>(options.reps);
     observer.report_progress(v.label, 0, n_runs);
     std::vector<RunFigures> reps;
@@ -302,7 +332,8 @@ CsvTable workload_results_table(const nlohmann::json& record) {
                                      "latency_ms_p50",
                                      "latency_ms_p99",
                                      "wall_ms",
-                                     "scheduler_ms_per_step"};
+                                     "scheduler_ms_per_step",
+                                     "disk_cached_tokens"};
   if (record["runs"].front().contains("reps")) {
     header.insert(header.end(),
                   {"reps", "generation_tokens_per_s_stddev", "latency_ms_mean_stddev"});

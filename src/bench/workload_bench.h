@@ -16,6 +16,11 @@
 //                     cached tokens), so that run submits each branch as a request of its own with
 //                     the seed fork would give it, which makes it the no-reuse baseline.
 //
+// With a cache directory in the engine options, a fourth run (cache on, LPM) has the disk tier in
+// a fresh folder inside that directory (removed afterwards): evicted blocks go to disk and come
+// back on a later match, which shows how much of its hit rate a pool too small for the workload's
+// prefixes keeps. The other runs have no disk tier.
+//
 // reps > 1 runs each configuration reps times after one unrecorded warm-up run; a row then holds
 // the means over the repetitions (with the spread of throughput and mean latency) and the latency
 // percentiles over all of them.
@@ -47,7 +52,8 @@ struct WorkloadOptions {
 // off", "cache on, fcfs", "cache on, lpm"; reps runs each), each configuration's row as it is done.
 // The record: "bench" = "workload", "workload" (its name), the sizes the workload reads,
 // "reps", machine, commit, model, "runs" (one row per configuration: "run", token counts,
-// "hit_rate", "generation_tokens_per_s", "latency_ms_mean/p50/p99", "wall_ms",
+// "disk_cached_tokens" (of the cached ones, those read from the disk tier), "hit_rate",
+// "generation_tokens_per_s", "latency_ms_mean/p50/p99", "wall_ms",
 // "scheduler_ms_per_step", and with reps > 1 "reps" and the spreads), "outputs_identical", and
 // for tree-of-thought a "note" on the cache-off run. Differing outputs are not an error here.
 Result<nlohmann::json> run_workload_bench(const WorkloadOptions& options, const Observer& observer);

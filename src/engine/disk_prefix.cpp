@@ -68,43 +68,62 @@ void DiskPrefixTier::load_async(std::function<void()> job) {
 
 //   B = 4, node [start 6, end 14):   0 1 2 3 | 4 5 6 7 | 8 9 10 11 | 12 13
 //   full blocks of the node: j = 1 (6 / 4) and j = 2; block 1 also holds the parent's 4 and 5,
-//   copied there, so it is complete; the tail (j = 3, slots 12-13) is not, and is not saved.
+//   copied there, so it is complete; the tail (j = 3, slots 12-13) is saved as a partial block of
+//   2 tokens. A child of the node, evicted before it, may have written slots 14-15 of that same
+//   block: the record keeps them, but its key and token count say that only 12-13 are valid.
 void DiskPrefixTier::spill(const EvictedNode& node, const KvStorage& kv) {
   const int32_t B = block_size_;
   const auto end = static_cast<int32_t>(node.path.size());
   const int32_t first = node.start / B;
   const int32_t n_full = end / B - first;
-  if (n_full <= 0) return;
   const NamespaceDigest ns = namespace_digest(node.ns);
   const std::vector<BlockKey> keys = chain_block_keys(ns, node.path, B, end / B);
-  const size_t bytes = kv.layout().bytes_per_block();
-  for (int32_t i = 0; i < n_full; ++i) {
-    const int32_t j = first + i;
-    const BlockKey& key = keys[static_cast<size_t>(j)];
-    if (tier_->contains(key)) continue;
+  auto save = [&](int32_t j, const BlockKey& key, int32_t n_tokens, BlockId block) {
+    if (tier_->contains(key)) return;
     BlockRecord r;
     r.key = key;
     r.parent = j == 0 ? kRootBlockKey : keys[static_cast<size_t>(j - 1)];
     r.ns = ns;
-    r.tokens.assign(node.path.begin() + static_cast<std::ptrdiff_t>(j) * B,
-                    node.path.begin() + static_cast<std::ptrdiff_t>(j + 1) * B);
-    const uint8_t* data = kv.block_data(node.blocks[static_cast<size_t>(i)]);
-    r.kv.assign(data, data + bytes);
+    const auto from = node.path.begin() + static_cast<std::ptrdiff_t>(j) * B;
+    r.tokens.assign(from, from + n_tokens);
+    const uint8_t* data = kv.block_data(block);
+    r.kv.assign(data, data + kv.layout().bytes_per_block());
     tier_->write_async(std::move(r));
+  };
+  for (int32_t i = 0; i < n_full; ++i) {
+    const int32_t j = first + i;
+    save(j, keys[static_cast<size_t>(j)], B, node.blocks[static_cast<size_t>(i)]);
+  }
+  const int32_t n_tail = end % B;
+  if (n_tail > 0 && std::ssize(node.blocks) > n_full) {
+    const int32_t j = end / B;
+    const BlockKey parent = j == 0 ? kRootBlockKey : keys[static_cast<size_t>(j - 1)];
+    const std::span<const TokenId> tail = node.path.subspan(static_cast<size_t>(j) * B);
+    save(j, chain_block_key(parent, ns, tail), n_tail, node.blocks[static_cast<size_t>(n_full)]);
   }
 }
 
-int32_t DiskPrefixTier::max_blocks(std::span<const TokenId> prompt) const {
-  return prompt.empty() ? 0 : (static_cast<int32_t>(prompt.size()) - 1) / block_size_;
+int32_t DiskPrefixTier::max_tokens(std::span<const TokenId> prompt) const {
+  return prompt.empty() ? 0 : static_cast<int32_t>(prompt.size()) - 1;
 }
 
 int32_t DiskPrefixTier::first_block_to_load(std::string_view ns, std::span<const TokenId> prompt,
                                             const PrefixMatch& match) const {
-  const int32_t first = match.n_tokens / block_size_;
-  if (first >= max_blocks(prompt)) return -1;
+  const int32_t B = block_size_;
+  const int32_t first = match.n_tokens / B;
+  const int32_t cap = max_tokens(prompt);
+  if (first * B >= cap) return -1;
+  const NamespaceDigest digest = namespace_digest(ns);
+  const bool whole_fits = (first + 1) * B <= cap;
   const std::vector<BlockKey> keys =
-      chain_block_keys(namespace_digest(ns), prompt, block_size_, first + 1);
-  return tier_->contains(keys.back()) ? first : -1;
+      chain_block_keys(digest, prompt, B, whole_fits ? first + 1 : first);
+  if (whole_fits && tier_->contains(keys.back())) return first;
+  // A partial block, worth reading only when it holds more than the memory's match.
+  const BlockKey parent = first == 0 ? kRootBlockKey : keys[static_cast<size_t>(first - 1)];
+  const int32_t n_partial = tier_->longest_partial(
+      parent, digest, prompt.subspan(static_cast<size_t>(first) * B,
+                                     static_cast<size_t>(cap - first * B)));
+  return first * B + n_partial > match.n_tokens ? first : -1;
 }
 
 DiskLoad DiskPrefixTier::read(std::string_view ns, std::span<const TokenId> prompt,
@@ -112,7 +131,7 @@ DiskLoad DiskPrefixTier::read(std::string_view ns, std::span<const TokenId> prom
   const double ms_before = tier_->stats().read_ms;
   DiskLoad load;
   load.first_block = first_block;
-  load.blocks = tier_->read_chain(namespace_digest(ns), prompt, first_block, max_blocks(prompt));
+  load.blocks = tier_->read_chain(namespace_digest(ns), prompt, first_block, max_tokens(prompt));
   load.ms = tier_->stats().read_ms - ms_before;
   return load;
 }
@@ -125,8 +144,10 @@ int32_t DiskPrefixTier::install(PrefixCache& cache, KvStorage& kv, std::string_v
   // path the loaded blocks hang under.
   const PrefixMatch match = cache.match(ns, prompt);
   if (match.n_full_blocks < load.first_block) return 0;
-  const auto n_blocks = load.first_block + static_cast<int32_t>(load.blocks.size());
-  const std::span<const TokenId> tokens = prompt.first(static_cast<size_t>(n_blocks) * B);
+  int32_t n_loaded_tokens = 0;
+  for (const BlockRecord& r : load.blocks) n_loaded_tokens += static_cast<int32_t>(r.tokens.size());
+  const std::span<const TokenId> tokens =
+      prompt.first(static_cast<size_t>(load.first_block * B + n_loaded_tokens));
   const std::span<const BlockId> shared =
       std::span<const BlockId>(match.blocks).first(static_cast<size_t>(load.first_block));
   const size_t bytes = kv.layout().bytes_per_block();
@@ -135,7 +156,9 @@ int32_t DiskPrefixTier::install(PrefixCache& cache, KvStorage& kv, std::string_v
     assert(r.kv.size() == bytes);
     std::memcpy(kv.block_data(block), r.kv.data(), bytes);
   });
-  return n_taken * B;
+  // Every block taken: all the loaded tokens; else (the tree had some of the positions, or took
+  // no partial block) count the whole blocks it took.
+  return n_taken == std::ssize(load.blocks) ? n_loaded_tokens : n_taken * B;
 }
 
 }  // namespace trellis

@@ -2,21 +2,24 @@
 // saved there, and prompts' prefixes found there are read back off the loop thread, then cached
 // in the pool before the request is scheduled, so that it runs as an ordinary cache hit.
 //
-//   loop thread:    evict -> spill(node): complete blocks not yet on disk are copied out of the
-//                   pool and queued for the tier's writer (no I/O on the loop)
+//   loop thread:    evict -> spill(node): the node's blocks not yet on disk (whole blocks, and
+//                   its partial last block) are copied out of the pool and queued for the tier's
+//                   writer (no I/O on the loop)
 //   loop thread:    a new request: first_block_to_load(prompt, match) >= 0 -> load_async(job)
 //   loader thread:  job: read(ns, prompt, first) -> the request goes back to the loop
 //   loop thread:    install(cache, load): the read blocks are cached, then the request is queued
 //
-// Only whole blocks are saved and loaded: a block's KV on disk is the KV of its B tokens given
-// every token before it, which the chained block keys pin down (kvdisk/block_key.h).
+// A block's KV on disk is the KV of its tokens (B, or fewer in a node's partial last block)
+// given every token before it, which the chained block keys pin down (kvdisk/block_key.h). The
+// partial block matters: a system prompt shared by many questions ends inside a block, and
+// without it every request after a restart would recompute up to B - 1 of its tokens.
 //
 // Why the disk keeps an index of its own rather than radix tree nodes marked "on disk": a chained
 // key names a block's whole prefix, so the disk index alone answers "how far does this prompt
 // continue on disk", and it is rebuilt at start-up from the file names with no tree to restore.
 // The radix tree keeps its invariant (every node's blocks are pool blocks with tree references)
 // and its code unchanged. The price: a lookup walks the tree, then the disk index from the first
-// block the tree lacks; a partial last block is never on disk.
+// block the tree lacks (and tries each length of a partial block there).
 #pragma once
 
 #include <condition_variable>
@@ -63,18 +66,19 @@ class DiskPrefixTier {
   DiskPrefixTier(const DiskPrefixTier&) = delete;
   DiskPrefixTier& operator=(const DiskPrefixTier&) = delete;
 
-  // Loop thread, as the prefix cache's spill observer: queues the node's complete blocks that
-  // the tier lacks. `kv` holds their bytes (still intact during the observer call).
+  // Loop thread, as the prefix cache's spill observer: queues the node's blocks that the tier
+  // lacks (whole ones and its partial last block). `kv` holds their bytes (still intact during the observer call).
   void spill(const EvictedNode& node, const KvStorage& kv);
 
-  // Loop thread: the first whole block of the prompt worth reading from disk, given what the
-  // cache matched in memory; -1 when the disk has nothing beyond it. Reading stops at the match
-  // cap (prompt length - 1), so the last prompt token is always computed.
+  // Loop thread: the first block of the prompt worth reading from disk, given what the cache
+  // matched in memory; -1 when the disk has nothing beyond it. Reading stops at the match cap
+  // (prompt length - 1), so the last prompt token is always computed.
   int32_t first_block_to_load(std::string_view ns, std::span<const TokenId> prompt,
                               const PrefixMatch& match) const;
   // Runs `job` on the loader thread (jobs run in order; every queued job runs, even at shutdown).
   void load_async(std::function<void()> job);
-  // Any thread: reads blocks first_block, ... of the prompt, up to the match cap.
+  // Any thread: reads blocks first_block, ... of the prompt (the last one may be partial), up to
+  // the match cap.
   DiskLoad read(std::string_view ns, std::span<const TokenId> prompt, int32_t first_block);
   // Loop thread: caches what `load` read, under the blocks the cache holds before it. Returns the
   // prompt tokens the cache took from disk (0 when the blocks before first_block were evicted
@@ -89,7 +93,8 @@ class DiskPrefixTier {
  private:
   DiskPrefixTier() = default;
   void loader_loop();
-  int32_t max_blocks(std::span<const TokenId> prompt) const;
+  // The most prompt tokens worth reading: all but the last, which is always computed.
+  int32_t max_tokens(std::span<const TokenId> prompt) const;
 
   std::unique_ptr<DiskTier> tier_;
   int32_t block_size_ = 0;

@@ -13,20 +13,44 @@ NamespaceDigest namespace_digest(std::string_view ns) {
   return sha.finish();
 }
 
-BlockKey chain_block_key(const BlockKey& parent, const NamespaceDigest& ns,
-                         std::span<const TokenId> block_tokens) {
+namespace {
+
+Sha256 chain_hasher(const BlockKey& parent, const NamespaceDigest& ns) {
   Sha256 sha;
   sha.update(std::string_view("trellis-kv-chain"));
   sha.update(parent);
   sha.update(ns);
-  // Token ids as 4 little-endian bytes each, so keys do not depend on the host's byte order.
-  for (TokenId t : block_tokens) {
-    const auto u = static_cast<uint32_t>(t);
-    const uint8_t bytes[4] = {static_cast<uint8_t>(u), static_cast<uint8_t>(u >> 8),
-                              static_cast<uint8_t>(u >> 16), static_cast<uint8_t>(u >> 24)};
-    sha.update(std::span<const uint8_t>(bytes, 4));
-  }
+  return sha;
+}
+
+// A token id as 4 little-endian bytes, so keys do not depend on the host's byte order.
+void hash_token(Sha256& sha, TokenId t) {
+  const auto u = static_cast<uint32_t>(t);
+  const uint8_t bytes[4] = {static_cast<uint8_t>(u), static_cast<uint8_t>(u >> 8),
+                            static_cast<uint8_t>(u >> 16), static_cast<uint8_t>(u >> 24)};
+  sha.update(std::span<const uint8_t>(bytes, 4));
+}
+
+}  // namespace
+
+BlockKey chain_block_key(const BlockKey& parent, const NamespaceDigest& ns,
+                         std::span<const TokenId> block_tokens) {
+  Sha256 sha = chain_hasher(parent, ns);
+  for (TokenId t : block_tokens) hash_token(sha, t);
   return sha.finish();
+}
+
+std::vector<BlockKey> partial_block_keys(const BlockKey& parent, const NamespaceDigest& ns,
+                                         std::span<const TokenId> tokens) {
+  std::vector<BlockKey> keys;
+  keys.reserve(tokens.size());
+  Sha256 sha = chain_hasher(parent, ns);
+  for (TokenId t : tokens) {
+    hash_token(sha, t);
+    Sha256 done = sha;  // finish() spends its object: the running state goes on
+    keys.push_back(done.finish());
+  }
+  return keys;
 }
 
 std::vector<BlockKey> chain_block_keys(const NamespaceDigest& ns, std::span<const TokenId> tokens,

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "base/sha256.h"
+#include "base/checksum256.h"
 
 namespace trellis {
 namespace {
@@ -29,17 +29,11 @@ uint64_t get_u64(const uint8_t* p) {
   return v;
 }
 
-std::array<uint8_t, 32> checksum(std::span<const uint8_t> bytes) {
-  Sha256 sha;
-  sha.update(bytes);
-  return sha.finish();
-}
-
 }  // namespace
 
 std::vector<uint8_t> encode_block_record(const BlockRecord& record,
                                          const RecordGeometry& geometry) {
-  assert(std::ssize(record.tokens) == geometry.block_size);
+  assert(!record.tokens.empty() && std::ssize(record.tokens) <= geometry.block_size);
   assert(record.kv.size() == geometry.kv_bytes);
   std::vector<uint8_t> out(geometry.file_bytes());
   uint8_t* p = out.data();
@@ -51,11 +45,12 @@ std::vector<uint8_t> encode_block_record(const BlockRecord& record,
   std::memcpy(p + 56, record.key.data(), 32);
   std::memcpy(p + 88, record.parent.data(), 32);
   std::memcpy(p + 120, record.ns.data(), 32);
+  put_u32(p + 152, static_cast<uint32_t>(record.tokens.size()));
   for (size_t i = 0; i < record.tokens.size(); ++i)
     put_u32(p + geometry.tokens_offset() + 4 * i, static_cast<uint32_t>(record.tokens[i]));
   std::memcpy(p + geometry.kv_offset(), record.kv.data(), record.kv.size());
   const size_t body = out.size() - RecordGeometry::kChecksumBytes;
-  const auto sum = checksum(std::span<const uint8_t>(out).first(body));
+  const auto sum = checksum256(std::span<const uint8_t>(out).first(body));
   std::memcpy(p + body, sum.data(), sum.size());
   return out;
 }
@@ -76,7 +71,12 @@ Result<RecordHeader> decode_record_header(std::span<const uint8_t> header,
                  std::to_string(geometry.kv_bytes)};
   if (!std::equal(geometry.tier.begin(), geometry.tier.end(), p + 24))
     return Error{"the record belongs to another tier (model, KV type or layout)"};
+  const uint32_t n_tokens = get_u32(p + 152);
+  if (n_tokens < 1 || n_tokens > static_cast<uint32_t>(geometry.block_size))
+    return Error{"the record holds " + std::to_string(n_tokens) + " tokens, expected 1 to " +
+                 std::to_string(geometry.block_size)};
   RecordHeader h;
+  h.n_tokens = static_cast<int32_t>(n_tokens);
   std::memcpy(h.key.data(), p + 56, 32);
   std::memcpy(h.parent.data(), p + 88, 32);
   std::memcpy(h.ns.data(), p + 120, 32);
@@ -91,14 +91,14 @@ Result<BlockRecord> decode_block_record(std::span<const uint8_t> bytes,
   Result<RecordHeader> header = decode_record_header(bytes, geometry);
   if (!header.ok()) return header.error();
   const size_t body = bytes.size() - RecordGeometry::kChecksumBytes;
-  const auto sum = checksum(bytes.first(body));
+  const auto sum = checksum256(bytes.first(body));
   if (!std::equal(sum.begin(), sum.end(), bytes.data() + body))
     return Error{"checksum mismatch (torn or corrupt record)"};
   BlockRecord record;
   record.key = header->key;
   record.parent = header->parent;
   record.ns = header->ns;
-  record.tokens.resize(static_cast<size_t>(geometry.block_size));
+  record.tokens.resize(static_cast<size_t>(header->n_tokens));
   for (size_t i = 0; i < record.tokens.size(); ++i)
     record.tokens[i] =
         static_cast<TokenId>(get_u32(bytes.data() + geometry.tokens_offset() + 4 * i));

@@ -9,9 +9,11 @@
 //   56            32         block key (see block_key.h)
 //   88            32         parent block key (zeros for the first block)
 //   120           32         namespace digest
-//   152           4 B        the block's token ids
-//   152 + 4B      P          K/V bytes, exactly as KvStorage holds the block
-//   152 + 4B + P  32         SHA-256 of every byte before it
+//   152           4          T, the tokens the block holds: B, or 1..B-1 for a partial block
+//                            (the last block of a cached sequence that ends inside it)
+//   156           4 B        the block's token ids (T of them, then zeros)
+//   156 + 4B      P          K/V bytes, exactly as KvStorage holds the block (slots T.. unused)
+//   156 + 4B + P  32         checksum256 (base/checksum256.h) of every byte before it
 //
 // The size of a record is fixed by (B, P), so a truncated file is recognised by its size alone;
 // any flipped byte fails the trailing checksum. A record is written whole to a temporary file,
@@ -30,7 +32,9 @@
 
 namespace trellis {
 
-inline constexpr uint32_t kDiskFormatVersion = 1;
+// Version 1 closed records with SHA-256, which cost more than the read itself when a long prompt
+// came back from disk, and had no partial blocks; its records are ignored (and recomputed).
+inline constexpr uint32_t kDiskFormatVersion = 2;
 using TierDigest = std::array<uint8_t, 32>;
 
 // What every record of one tier shares.
@@ -39,7 +43,7 @@ struct RecordGeometry {
   int32_t block_size = 0;  // tokens per block, > 0
   uint64_t kv_bytes = 0;   // K/V payload per block, > 0
 
-  static constexpr size_t kHeaderBytes = 152;
+  static constexpr size_t kHeaderBytes = 156;
   static constexpr size_t kChecksumBytes = 32;
   size_t tokens_offset() const { return kHeaderBytes; }
   size_t kv_offset() const { return kHeaderBytes + 4 * static_cast<size_t>(block_size); }
@@ -50,7 +54,7 @@ struct BlockRecord {
   BlockKey key{};
   BlockKey parent{};
   NamespaceDigest ns{};
-  std::vector<TokenId> tokens;  // block_size ids
+  std::vector<TokenId> tokens;  // 1..block_size ids: fewer for a partial block
   std::vector<uint8_t> kv;      // kv_bytes bytes
 };
 
@@ -59,9 +63,10 @@ struct RecordHeader {
   BlockKey key{};
   BlockKey parent{};
   NamespaceDigest ns{};
+  int32_t n_tokens = 0;
 };
 
-// Precondition: record.tokens.size() == block_size and record.kv.size() == kv_bytes.
+// Precondition: 1 <= record.tokens.size() <= block_size and record.kv.size() == kv_bytes.
 std::vector<uint8_t> encode_block_record(const BlockRecord& record, const RecordGeometry& geometry);
 
 // Checks the fixed header of a record (magic, version, block size, payload size, tier) against

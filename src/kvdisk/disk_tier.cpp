@@ -246,15 +246,16 @@ void DiskTier::wait_idle() {
 
 void DiskTier::writer_loop() {
   for (;;) {
-    BlockRecord record;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       queue_changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, with everything written
-      record = std::move(queue_.front());
+      writing_record_ = std::move(queue_.front());
       queue_.pop_front();
       writing_ = true;
     }
+    // Readers may copy writing_record_ meanwhile (under the mutex): here it is only read.
+    const BlockRecord& record = writing_record_;
     const bool written = write_record(record);
     std::vector<BlockKey> victims;
     {
@@ -267,6 +268,7 @@ void DiskTier::writer_loop() {
         ++stats_.n_write_errors;
       }
       writing_ = false;
+      writing_record_ = BlockRecord{};
     }
     std::error_code ec;
     for (const BlockKey& key : victims) fs::remove(block_path(key), ec);
@@ -376,48 +378,93 @@ Result<BlockRecord> DiskTier::read_record(const BlockKey& key) {
   return record;
 }
 
+int32_t DiskTier::longest_partial(const BlockKey& parent, const NamespaceDigest& ns,
+                                  std::span<const TokenId> tokens) const {
+  const size_t n = std::min(tokens.size(), static_cast<size_t>(geometry_.block_size - 1));
+  const std::vector<BlockKey> keys = partial_block_keys(parent, ns, tokens.first(n));
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t k = n; k > 0; --k) {
+    if (index_.contains(keys[k - 1]) || queued_.contains(keys[k - 1])) return static_cast<int32_t>(k);
+  }
+  return 0;
+}
+
+const BlockRecord* DiskTier::pending_locked(const BlockKey& key) const {
+  if (!queued_.contains(key)) return nullptr;
+  if (writing_ && writing_record_.key == key) return &writing_record_;
+  for (const BlockRecord& r : queue_) {
+    if (r.key == key) return &r;
+  }
+  return nullptr;
+}
+
+DiskTier::ChainStep DiskTier::read_block(const BlockKey& key, const BlockKey& parent,
+                                         const NamespaceDigest& ns,
+                                         std::span<const TokenId> block_tokens,
+                                         std::vector<BlockRecord>& chain) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!index_.contains(key)) {
+      // Not durable yet: the bytes waiting for the writer serve as well (they are what will be
+      // written), so a block evicted a moment ago is not recomputed for want of an fsync.
+      const BlockRecord* pending = pending_locked(key);
+      if (pending == nullptr) return ChainStep::MISSING;
+      chain.push_back(*pending);
+      ++stats_.n_blocks_read_pending;
+      return ChainStep::READ;
+    }
+  }
+  Result<BlockRecord> record = read_record(key);
+  const bool valid = record.ok() && record->parent == parent && record->ns == ns &&
+                     std::equal(record->tokens.begin(), record->tokens.end(),
+                                block_tokens.begin(), block_tokens.end());
+  if (valid) {
+    chain.push_back(std::move(record).value());
+    return ChainStep::READ;
+  }
+  if (!record.ok() && record.error().message == "missing") return ChainStep::MISSING;
+  log("cache dir " + config_.dir + ": dropped block " + block_key_hex(key).substr(0, 16) + ": " +
+      (record.ok() ? std::string("its contents do not match its key") : record.error().message));
+  std::vector<BlockKey> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    drop_locked(key, dropped);
+    ++stats_.n_corrupt_dropped;
+  }
+  std::error_code ec;
+  for (const BlockKey& k : dropped) fs::remove(block_path(k), ec);
+  return ChainStep::DROPPED;
+}
+
 std::vector<BlockRecord> DiskTier::read_chain(const NamespaceDigest& ns,
                                               std::span<const TokenId> tokens, int32_t first_block,
-                                              int32_t max_blocks) {
+                                              int32_t max_tokens) {
   const auto start = std::chrono::steady_clock::now();
   const int32_t B = geometry_.block_size;
-  const int32_t n_whole = std::min<int32_t>(max_blocks, static_cast<int32_t>(tokens.size()) / B);
+  const int32_t n_tokens = std::min<int32_t>(max_tokens, static_cast<int32_t>(tokens.size()));
   std::vector<BlockRecord> chain;
   BlockKey parent = kRootBlockKey;
-  for (int32_t j = 0; j < n_whole; ++j) {
+  ChainStep step = ChainStep::READ;
+  int32_t j = 0;
+  for (; (j + 1) * B <= n_tokens; ++j) {
     const auto block_tokens =
         tokens.subspan(static_cast<size_t>(j) * static_cast<size_t>(B), static_cast<size_t>(B));
     const BlockKey key = chain_block_key(parent, ns, block_tokens);
-    if (j < first_block) {  // held elsewhere: only its key is needed
-      parent = key;
-      continue;
+    if (j >= first_block) {  // the blocks before are held elsewhere: only their keys are needed
+      step = read_block(key, parent, ns, block_tokens, chain);
+      if (step != ChainStep::READ) break;
     }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!index_.contains(key)) break;
-    }
-    Result<BlockRecord> record = read_record(key);
-    const bool valid = record.ok() && record->parent == parent && record->ns == ns &&
-                       std::equal(record->tokens.begin(), record->tokens.end(),
-                                  block_tokens.begin(), block_tokens.end());
-    if (!valid) {
-      if (!record.ok() && record.error().message == "missing") break;
-      log("cache dir " + config_.dir + ": dropped block " + block_key_hex(key).substr(0, 16) +
-          ": " +
-          (record.ok() ? std::string("its contents do not match its key")
-                       : record.error().message));
-      std::vector<BlockKey> dropped;
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        drop_locked(key, dropped);
-        ++stats_.n_corrupt_dropped;
-      }
-      std::error_code ec;
-      for (const BlockKey& k : dropped) fs::remove(block_path(k), ec);
-      break;
-    }
-    chain.push_back(std::move(record).value());
     parent = key;
+  }
+  // Where the whole blocks end, a partial block may go on (never after a corrupt one).
+  if (step != ChainStep::DROPPED && j >= first_block && j * B < n_tokens) {
+    const std::span<const TokenId> rest = tokens.subspan(static_cast<size_t>(j) * B,
+                                                         static_cast<size_t>(n_tokens - j * B));
+    const int32_t k = longest_partial(parent, ns, rest);
+    if (k > 0) {
+      const std::span<const TokenId> partial = rest.first(static_cast<size_t>(k));
+      read_block(chain_block_key(parent, ns, partial), parent, ns, partial, chain);
+    }
   }
   // Deepest first: the parents end up more recent than their children (see the LRU above).
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) touch(it->key);

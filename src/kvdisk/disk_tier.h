@@ -1,5 +1,6 @@
-// The disk tier of the prefix cache: complete KV blocks the pool evicted, kept in files under a
-// cache directory, with their own LRU order and byte budget, across restarts.
+// The disk tier of the prefix cache: KV blocks the pool evicted (whole blocks, and the partial
+// last blocks of cached sequences), kept in files under a cache directory, with their own LRU
+// order and byte budget, across restarts.
 //
 // Layout of the cache directory:
 //   DIR/lock                      flock'ed by the one process using DIR (dir_lock.h)
@@ -69,6 +70,7 @@ struct DiskTierStats {
   int64_t n_bytes_written = 0;
   int64_t n_blocks_read = 0;
   int64_t n_bytes_read = 0;
+  int64_t n_blocks_read_pending = 0;  // read from the writer's queue, not yet durable
   int64_t n_writes_dropped = 0;   // the queue was full
   int64_t n_blocks_evicted = 0;   // over the budget
   int64_t n_corrupt_dropped = 0;  // failed verification (at open or when read)
@@ -98,18 +100,24 @@ class DiskTier {
   // Blocks until every queued record is written (or failed).
   void wait_idle();
 
-  // The longest run of blocks 0, 1, ... of `tokens` (namespace `ns`) on disk, at most max_blocks,
-  // read and verified: each record's key, parent, namespace and tokens must be what the chain
-  // expects. Stops at the first block missing or failing verification (that one is dropped from
-  // the index and deleted). Touches the blocks read.
+  // The most tokens k (1 <= k < block size, k <= tokens.size()) such that the partial block
+  // tokens[0, k) under the block `parent` is indexed or queued; 0 when there is none.
+  int32_t longest_partial(const BlockKey& parent, const NamespaceDigest& ns,
+                          std::span<const TokenId> tokens) const;
+
+  // The longest prefix of `tokens` (namespace `ns`) on disk or queued for it, at most
+  // max_tokens: whole blocks 0, 1, ..., then the longest partial block that goes on from the last
+  // of them, read (queued ones copied from the queue) and verified: each record's key, parent, namespace and tokens must be what the chain expects.
+  // Stops at the first block missing or failing verification (that one is dropped from the index
+  // and deleted, and no partial block follows it). Touches the blocks read.
   std::vector<BlockRecord> read_chain(const NamespaceDigest& ns, std::span<const TokenId> tokens,
-                                      int32_t max_blocks) {
-    return read_chain(ns, tokens, 0, max_blocks);
+                                      int32_t max_tokens) {
+    return read_chain(ns, tokens, 0, max_tokens);
   }
   // The same from block first_block on (the blocks before it are held elsewhere): returns blocks
-  // first_block, first_block + 1, ..., below max_blocks.
+  // first_block, first_block + 1, ...
   std::vector<BlockRecord> read_chain(const NamespaceDigest& ns, std::span<const TokenId> tokens,
-                                      int32_t first_block, int32_t max_blocks);
+                                      int32_t first_block, int32_t max_tokens);
 
   DiskTierStats stats() const;
   // Indexed keys, least recently used first (tests).
@@ -132,6 +140,12 @@ class DiskTier {
   void touch(const BlockKey& key);
   std::string block_path(const BlockKey& key) const;
   Result<BlockRecord> read_record(const BlockKey& key);
+  // The record queued (or being written) under `key`, or null. Caller holds mutex_.
+  const BlockRecord* pending_locked(const BlockKey& key) const;
+  // One block of read_chain: appended to `chain` when read and verified.
+  enum class ChainStep { READ, MISSING, DROPPED };
+  ChainStep read_block(const BlockKey& key, const BlockKey& parent, const NamespaceDigest& ns,
+                       std::span<const TokenId> block_tokens, std::vector<BlockRecord>& chain);
 
   struct Entry {
     std::list<BlockKey>::iterator lru;
@@ -152,7 +166,8 @@ class DiskTier {
   std::unordered_multimap<BlockKey, BlockKey, BlockKeyHash> children_;  // parent -> child, indexed
   std::deque<BlockRecord> queue_;
   std::unordered_set<BlockKey, BlockKeyHash> queued_;
-  bool writing_ = false;  // the writer holds a record outside the queue
+  bool writing_ = false;  // the writer holds writing_record_ outside the queue
+  BlockRecord writing_record_;
   bool stopping_ = false;
   DiskTierStats stats_;
   std::thread writer_;  // last: started once everything above exists

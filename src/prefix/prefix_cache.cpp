@@ -156,8 +156,7 @@ int32_t PrefixCache::install(std::string_view ns, std::span<const TokenId> token
                              std::span<const BlockId> shared,
                              const std::function<void(int32_t i, BlockId block)>& fill) {
   const int32_t B = block_size();
-  assert(tokens.size() % static_cast<size_t>(B) == 0);
-  const auto n_blocks = static_cast<int32_t>(tokens.size()) / B;
+  const auto n_blocks = static_cast<int32_t>((tokens.size() + static_cast<size_t>(B) - 1) / B);
   const int32_t n_new = n_blocks - static_cast<int32_t>(shared.size());
   if (!config_.enabled || n_new <= 0) return 0;
   // A request reference on each shared block keeps its node from being evicted below.

@@ -142,10 +142,11 @@ class PrefixCache {
   // tier). Must not call back into the cache.
   void set_spill_observer(EvictObserver observer) { spill_ = std::move(observer); }
 
-  // Caches KV restored from elsewhere (a disk tier): `tokens` is a whole number of blocks; the
-  // first shared.size() blocks are cached blocks of the same prefix (from match() with nothing
-  // evicted since), the rest are allocated here and filled by fill(i, block) for i = 0, 1, ...
-  // Returns how many of the filled blocks the tree took (it skips positions it already has).
+  // Caches KV restored from elsewhere (a disk tier): `tokens` fill ceil(size / B) blocks, the
+  // last one partial when size % B != 0; the first shared.size() blocks are cached blocks of the
+  // same prefix (from match() with nothing evicted since), the rest are allocated here and filled
+  // by fill(i, block) for i = 0, 1, ... Returns how many of the filled blocks the tree took (it
+  // skips positions it already has, and in BLOCK match mode a partial block).
   // Takes nothing, and returns 0, when disabled or when the pool cannot supply the blocks even
   // after evicting. The shared blocks are held while room is made, so they are not evicted.
   int32_t install(std::string_view ns, std::span<const TokenId> tokens,

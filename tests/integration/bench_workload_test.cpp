@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -42,7 +43,7 @@ class BenchWorkloadTest : public ::testing::Test {
   // workload must give and returns the record. Small blocks and two running requests at a time,
   // so that later requests find what earlier ones cached.
   static nlohmann::json run_workload(const std::string& name, const std::string& args,
-                                     int64_t expected_prompt_tokens) {
+                                     int64_t expected_prompt_tokens, size_t n_runs = 3) {
     const std::string dir = testing::temp_dir() + "/results-" + name;
     CommandResult run = run_cli("bench workload " + name + " --json -t 1 -B 8 --max-seqs 2 " +
                                     args + " --out " + dir + " -m " + model_,
@@ -60,8 +61,8 @@ class BenchWorkloadTest : public ::testing::Test {
     EXPECT_TRUE(j.contains("model"));
     EXPECT_GT(j["D"].get<int>(), 0);
     const nlohmann::json& runs = j["runs"];
-    EXPECT_EQ(runs.size(), 3u);
-    if (runs.size() != 3u) return j;
+    EXPECT_EQ(runs.size(), n_runs);
+    if (runs.size() != n_runs) return j;
     EXPECT_EQ(runs[0]["run"], "cache off");
     EXPECT_EQ(runs[1]["run"], "cache on, fcfs");
     EXPECT_EQ(runs[2]["run"], "cache on, lpm");
@@ -84,7 +85,7 @@ class BenchWorkloadTest : public ::testing::Test {
       EXPECT_GE(r["scheduler_ms_per_step"].get<double>(), 0.0);
     }
     const std::vector<std::string> csv = read_lines(dir + "/results.csv");
-    EXPECT_EQ(csv.size(), 4u) << "a header and one row per run";
+    EXPECT_EQ(csv.size(), n_runs + 1) << "a header and one row per run";
     if (!csv.empty()) {
       EXPECT_EQ(csv[0].rfind("run,prompt_tokens,cached_tokens,hit_rate,generation_tokens_per_s", 0),
                 0u)
@@ -128,6 +129,28 @@ TEST_F(BenchWorkloadTest, MultiTurnReusesEachSessionsHistory) {
   // Turns 2 and 3 find at least the previous turn's prompt (and its answer) cached.
   for (size_t i = 1; i < 3; ++i)
     EXPECT_GE(j["runs"][i]["cached_tokens"].get<int64_t>(), 2 * (32 + 43) - 2 * 8);
+}
+
+TEST_F(BenchWorkloadTest, WithACacheDirAFourthRunHasTheDiskTier) {
+  // 4 sessions x 3 turns (histories of up to 57 tokens, 228 in all) over a pool of 128 tokens:
+  // the histories evict each other between turns, and with --cache-dir a fourth run keeps the
+  // evicted blocks on disk. Its outputs equal the other runs' (run_workload checks). How many
+  // tokens come back from disk depends on the order in which the sessions' turns arrive (LPM
+  // runs first the sessions whose history is still in memory), so that number is only bounded
+  // here; the engine's disk tier tests count disk hits exactly.
+  const std::string dir = testing::temp_dir() + "/workload-tier";
+  nlohmann::json j = run_workload("multi-turn",
+                                  "--sessions 4 --turns 3 --prefix-len 24 --suffix-len 8 -D 3 "
+                                  "--kv-tokens 128 --cache-dir " +
+                                      dir,
+                                  4 * (32 + 43 + 54), 4);
+  if (j["runs"].size() != 4u) return;
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(j["runs"][i]["disk_cached_tokens"], 0);
+  const nlohmann::json& tier = j["runs"][3];
+  EXPECT_EQ(tier["run"], "cache on, lpm, disk tier");
+  EXPECT_LE(tier["disk_cached_tokens"].get<int64_t>(), tier["cached_tokens"].get<int64_t>());
+  EXPECT_TRUE(std::filesystem::is_directory(dir)) << "the tier lived inside --cache-dir";
+  EXPECT_TRUE(std::filesystem::is_empty(dir)) << "and its folder is removed afterwards";
 }
 
 TEST_F(BenchWorkloadTest, TreeOfThoughtForksFinishedNodes) {

@@ -212,8 +212,42 @@ TEST(EngineDiskTierTest, NamespacesStayApartAcrossRestarts) {
   const RequestOutput none = *engine->run(greedy(prompt, ""));
   EXPECT_EQ(none.stats.n_disk_cached_tokens, 0);
   const RequestOutput own = *engine->run(greedy(prompt, "tenant-a"));
-  EXPECT_EQ(own.stats.n_disk_cached_tokens, 48);  // six whole blocks of the 50 tokens
+  EXPECT_EQ(own.stats.n_disk_cached_tokens, 50);  // six whole blocks and a partial one
   EXPECT_EQ(own.tokens, other.tokens);
+  expect_no_leak(*engine);
+}
+
+TEST(EngineDiskTierTest, ASystemPromptSharedByTwoQuestionsComesBackWhole) {
+  // bench restart in miniature: two questions after one system prompt of 50 tokens split the
+  // tree at 50, inside block 6; after a restart a third question finds the whole system prompt
+  // on disk: six whole blocks and the partial block of its last 2 tokens.
+  const std::string dir = fresh_dir("split-system");
+  Tokens system(50);
+  for (size_t i = 0; i < system.size(); ++i) system[i] = static_cast<TokenId>(300 + i);
+  auto ask = [&](TokenId question) {
+    Tokens p = system;
+    for (TokenId t = 0; t < 5; ++t) p.push_back(question + t);
+    return greedy(p);
+  };
+  EngineConfig config = disk_config(dir);
+  config.kv_tokens = 4 * kContext;  // nothing evicted before the end
+  {
+    std::unique_ptr<Engine> engine = make_engine(config);
+    ASSERT_TRUE(engine->run(ask(1000)).ok());
+    const RequestOutput hot = *engine->run(ask(1100));
+    EXPECT_EQ(hot.stats.n_cached_tokens, 50);
+  }
+  std::unique_ptr<Engine> engine = make_engine(config);
+  const RequestOutput warm = *engine->run(ask(1200));
+  EXPECT_EQ(warm.stats.n_disk_cached_tokens, 50);
+  EXPECT_EQ(warm.stats.n_cached_tokens, 50);
+  // The same outputs as with no cache at all.
+  EngineConfig no_cache = config;
+  no_cache.cache_dir.clear();
+  no_cache.prefix_cache.enabled = false;
+  const RequestOutput want = *make_engine(no_cache)->run(ask(1200));
+  EXPECT_EQ(warm.tokens, want.tokens);
+  EXPECT_EQ(warm.logits, want.logits);
   expect_no_leak(*engine);
 }
 

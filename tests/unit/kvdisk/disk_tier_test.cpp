@@ -196,12 +196,101 @@ TEST(DiskTierTest, WrittenChainsAreReadBackAfterARestart) {
   auto tier = open_tier(config(dir, 100));
   EXPECT_EQ(tier->stats().n_blocks, 4);
   EXPECT_EQ(chain_length(*tier, "", tokens), 4);
-  // A prompt that shares two blocks finds two; max_blocks caps the read.
+  // A prompt that shares two blocks finds two; max_tokens caps the read.
   std::vector<TokenId> other = tokens;
   other[2 * kBlock] = 7777;
   EXPECT_EQ(chain_length(*tier, "", other), 2);
-  EXPECT_EQ(tier->read_chain(namespace_digest(""), tokens, 3).size(), 3u);
+  EXPECT_EQ(tier->read_chain(namespace_digest(""), tokens, 3 * kBlock).size(), 3u);
+  EXPECT_EQ(tier->read_chain(namespace_digest(""), tokens, 3 * kBlock + 1).size(), 3u);
   EXPECT_EQ(tier->stats().n_corrupt_dropped, 0);
+}
+
+// Queues the partial block tokens[j * B, size) after the whole blocks before it.
+void write_partial(DiskTier& tier, const std::vector<TokenId>& tokens) {
+  const int32_t B = tier.block_size();
+  const auto j = static_cast<int32_t>(tokens.size()) / B;
+  const NamespaceDigest digest = namespace_digest("");
+  const std::vector<BlockKey> keys = chain_block_keys(digest, tokens, B, j);
+  BlockRecord r;
+  r.parent = j == 0 ? kRootBlockKey : keys.back();
+  r.tokens.assign(tokens.begin() + j * B, tokens.end());
+  r.key = chain_block_key(r.parent, digest, r.tokens);
+  r.ns = digest;
+  r.kv = kv_of(r.key);
+  tier.write_async(std::move(r));
+}
+
+TEST(DiskTierTest, APartialLastBlockGoesOnFromTheWholeOnes) {
+  const std::string dir = fresh_dir("partial");
+  const std::vector<TokenId> tokens = seq(10, 2 * kBlock + 3);  // 2 whole blocks, 3 more tokens
+  {
+    auto tier = open_tier(config(dir, 100));
+    write_chain(*tier, "", tokens);
+    write_partial(*tier, tokens);
+    tier->wait_idle();
+    EXPECT_EQ(tier->stats().n_blocks, 3);
+  }
+  auto tier = open_tier(config(dir, 100));  // and after a restart
+  const NamespaceDigest ns = namespace_digest("");
+  const BlockKey parent = chain_block_keys(ns, tokens, kBlock, 2).back();
+  // A prompt that goes on past the partial block finds all of it; one that stops inside it, or
+  // diverges inside it, finds none (a partial block is used whole or not at all).
+  std::vector<TokenId> longer = tokens;
+  longer.insert(longer.end(), {1, 2, 3});
+  std::vector<BlockRecord> chain = tier->read_chain(ns, longer, 1 << 20);
+  ASSERT_EQ(chain.size(), 3u);
+  EXPECT_EQ(chain[2].tokens, std::vector<TokenId>(tokens.end() - 3, tokens.end()));
+  EXPECT_EQ(chain[2].kv, kv_of(chain[2].key));
+  EXPECT_EQ(tier->longest_partial(parent, ns, std::span(longer).subspan(2 * kBlock)), 3);
+  EXPECT_EQ(tier->read_chain(ns, tokens, 2 * kBlock + 2).size(), 2u);  // capped inside it
+  std::vector<TokenId> diverging = tokens;
+  diverging.back() = 9999;
+  EXPECT_EQ(tier->read_chain(ns, diverging, 1 << 20).size(), 2u);
+  EXPECT_EQ(tier->longest_partial(parent, ns, std::span(diverging).subspan(2 * kBlock)), 0);
+  // From block 2 on, with the whole blocks held elsewhere: only the partial one is read.
+  chain = tier->read_chain(ns, longer, 2, 1 << 20);
+  ASSERT_EQ(chain.size(), 1u);
+  EXPECT_EQ(chain[0].tokens.size(), 3u);
+  // Dropping its parent (over the budget, oldest first) takes the partial block with it.
+  tier.reset();
+  tier = open_tier(config(dir, 2));
+  EXPECT_LE(tier->stats().n_blocks, 2);
+  EXPECT_LE(tier->read_chain(ns, longer, 1 << 20).size(), 2u);
+}
+
+TEST(DiskTierTest, BlocksStillQueuedForTheWriterAreReadFromTheQueue) {
+  const std::string dir = fresh_dir("queued");
+  auto tier = open_tier(config(dir, 100));
+  for (TokenId first = 0; first < 20 * 100; first += 100) {
+    const std::vector<TokenId> tokens = seq(first, 3 * kBlock);
+    write_chain(*tier, "", tokens);
+    // No wait: whether the writer got to them or not, all three are there, and exact.
+    EXPECT_EQ(chain_length(*tier, "", tokens), 3) << first;
+  }
+  tier->wait_idle();
+  const DiskTierStats s = tier->stats();
+  EXPECT_EQ(s.n_blocks, 60);
+  EXPECT_EQ(s.n_blocks_read + s.n_blocks_read_pending, 60);
+}
+
+TEST(BlockRecordTest, APartialRecordRoundTripsAndATokenCountOutOfRangeIsRejected) {
+  RecordGeometry g{identity().digest(), kBlock, kKvBytes};
+  BlockRecord r;
+  r.tokens = seq(1, 3);
+  r.ns = namespace_digest("");
+  r.key = chain_block_key(kRootBlockKey, r.ns, r.tokens);
+  r.kv = kv_of(r.key);
+  std::vector<uint8_t> bytes = encode_block_record(r, g);
+  Result<BlockRecord> back = decode_block_record(bytes, g);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->tokens, r.tokens);
+  for (uint32_t n : {0u, static_cast<uint32_t>(kBlock) + 1, 0xFFFFFFFFu}) {
+    std::vector<uint8_t> bad = bytes;
+    for (int i = 0; i < 4; ++i) bad[152 + static_cast<size_t>(i)] = static_cast<uint8_t>(n >> (8 * i));
+    Result<BlockRecord> decoded = decode_block_record(bad, g);
+    ASSERT_FALSE(decoded.ok()) << n;
+    EXPECT_NE(decoded.error().message.find("tokens"), std::string::npos) << decoded.error().message;
+  }
 }
 
 TEST(DiskTierTest, NamespacesNeverReadEachOthersBlocksAcrossRestarts) {
@@ -479,7 +568,7 @@ TEST(DiskTierTest, KillingAWriterAtAnyMomentNeverYieldsAWrongBlockOrABrokenTier)
     // Every chain the child could have written: each block returned must be exact.
     for (TokenId first = 0; first < 50 * 8; first += 8) {
       std::vector<BlockRecord> chain =
-          (*tier)->read_chain(namespace_digest(""), seq(first, 3 * kBlock), 3);
+          (*tier)->read_chain(namespace_digest(""), seq(first, 3 * kBlock), 3 * kBlock);
       for (const BlockRecord& r : chain) ASSERT_EQ(r.kv, kv_of(r.key));
     }
     const DiskTierStats s = (*tier)->stats();
