@@ -16,10 +16,12 @@
 //                     cached tokens), so that run submits each branch as a request of its own with
 //                     the seed fork would give it, which makes it the no-reuse baseline.
 //
-// With a cache directory in the engine options, a fourth run (cache on, LPM) has the disk tier in
-// a fresh folder inside that directory (removed afterwards): evicted blocks go to disk and come
-// back on a later match, which shows how much of its hit rate a pool too small for the workload's
-// prefixes keeps. The other runs have no disk tier.
+// With a cache directory in the engine options, two more runs (cache on, FCFS and LPM) have the
+// disk tier, in a fresh folder inside that directory (removed afterwards): evicted blocks go to
+// disk and come back on a later match, which shows how much of its hit rate a pool too small for
+// the workload's prefixes keeps. The other runs have no disk tier. (LPM tends to run a chat's
+// next turn while its history is still in memory; FCFS interleaves the sessions, as users who
+// take time to answer would.)
 //
 // reps > 1 runs each configuration reps times after one unrecorded warm-up run; a row then holds
 // the means over the repetitions (with the spread of throughput and mean latency) and the latency

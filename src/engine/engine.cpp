@@ -99,7 +99,8 @@ struct Engine::Request : Sequence {
   RequestOutput output;  // filled as it runs, handed to the channel at the end
   Clock::time_point submitted;
   bool started = false;       // admitted at least once (queue time recorded)
-  bool disk_checked = false;  // looked for on the disk tier (once, on arrival)
+  bool disk_checked = false;  // looked for on the disk tier (on arrival; again if evicted)
+  int32_t n_disk_reloads = 0;  // loads after arrival: its prefix was evicted while it waited
   DiskLoad disk_load;         // blocks the loader read, until installed
   int32_t n_disk_tokens = 0;  // prompt tokens the cache took from disk for this request
 };
@@ -221,6 +222,33 @@ bool Engine::load_from_disk_first(const std::shared_ptr<Request>& r) {
     wake_.notify_all();
   });
   return true;
+}
+
+// A request waiting in the queue may see the prefix it matched on arrival evicted (to the disk
+// tier) by the requests admitted before it. After steps that evicted, the next request to be
+// admitted (the head of the queue, in policy order), if it lost its prefix so, leaves the queue
+// to have it read back and returns through the arrivals (its place in the admission order is its
+// submission order, so it loses nothing). Only the head: loading for requests further back would
+// fill the pool with blocks evicted again before they run. Bounded per request, so a pool too
+// small to keep what was loaded cannot make it go round forever.
+void Engine::reload_evicted_prefixes() {
+  if (disk_ == nullptr || blocks_->n_evicted() == n_evicted_seen_) return;
+  n_evicted_seen_ = blocks_->n_evicted();
+  constexpr int32_t kMaxReloads = 3;
+  const std::vector<Sequence*>& waiting = scheduler_->waiting();
+  if (waiting.empty()) return;
+  const auto it = std::find_if(active_.begin(), active_.end(),
+                               [&](const auto& r) { return r.get() == waiting.front(); });
+  if (it == active_.end()) return;
+  const std::shared_ptr<Request> r = *it;
+  if (r->admitted_once || !r->branches.empty() || r->n_disk_reloads >= kMaxReloads) return;
+  scheduler_->remove(r.get());
+  if (load_from_disk_first(r)) {
+    ++r->n_disk_reloads;
+    active_.erase(it);  // back once read
+  } else {
+    scheduler_->enqueue(r.get());
+  }
 }
 
 void Engine::install_from_disk(Request& r) {
@@ -472,6 +500,7 @@ void Engine::loop() {
       active_.push_back(std::move(r));
     }
     cancel_requested();
+    reload_evicted_prefixes();
     if (!active_.empty()) {
       [[maybe_unused]] const bool ran = step();
       // Something always runs while requests are active: a lone request fits the pool once the

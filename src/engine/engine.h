@@ -278,6 +278,7 @@ class Engine {
   bool load_from_disk_first(const std::shared_ptr<Request>& r);
   // Caches the blocks the loader read for `r` (loop thread).
   void install_from_disk(Request& r);
+  void reload_evicted_prefixes();
   // Ends the requests submitted but never taken by the loop (shutdown).
   void cancel_unstarted();
 
@@ -294,6 +295,7 @@ class Engine {
   int32_t n_ctx_ = 0;
   int32_t n_vocab_ = 0;
   int64_t n_disk_hit_tokens_ = 0;  // loop thread
+  int64_t n_evicted_seen_ = 0;     // pool evictions when the waiting requests were last checked
   double disk_load_ms_ = 0;        // loop thread
   Pipeline* pipeline_ = nullptr;
   std::function<void(const std::string&)> on_failure_;

@@ -83,8 +83,10 @@ Result<RecordHeader> decode_record_header(std::span<const uint8_t> header,
   return h;
 }
 
-Result<BlockRecord> decode_block_record(std::span<const uint8_t> bytes,
-                                        const RecordGeometry& geometry) {
+namespace {
+
+// Size, header and checksum of a whole record; the header when all hold.
+Result<RecordHeader> verify_record(std::span<const uint8_t> bytes, const RecordGeometry& geometry) {
   if (bytes.size() != geometry.file_bytes())
     return Error{"record of " + std::to_string(bytes.size()) + " bytes, expected " +
                  std::to_string(geometry.file_bytes()) + " (truncated or foreign)"};
@@ -94,16 +96,45 @@ Result<BlockRecord> decode_block_record(std::span<const uint8_t> bytes,
   const auto sum = checksum256(bytes.first(body));
   if (!std::equal(sum.begin(), sum.end(), bytes.data() + body))
     return Error{"checksum mismatch (torn or corrupt record)"};
+  return header;
+}
+
+// A verified record's fields, all but its K/V bytes.
+BlockRecord record_without_kv(std::span<const uint8_t> bytes, const RecordHeader& header,
+                              const RecordGeometry& geometry) {
   BlockRecord record;
-  record.key = header->key;
-  record.parent = header->parent;
-  record.ns = header->ns;
-  record.tokens.resize(static_cast<size_t>(header->n_tokens));
+  record.key = header.key;
+  record.parent = header.parent;
+  record.ns = header.ns;
+  record.tokens.resize(static_cast<size_t>(header.n_tokens));
   for (size_t i = 0; i < record.tokens.size(); ++i)
     record.tokens[i] =
         static_cast<TokenId>(get_u32(bytes.data() + geometry.tokens_offset() + 4 * i));
-  record.kv.assign(bytes.begin() + static_cast<std::ptrdiff_t>(geometry.kv_offset()),
-                   bytes.begin() + static_cast<std::ptrdiff_t>(body));
+  return record;
+}
+
+}  // namespace
+
+Result<BlockRecord> decode_block_record(std::span<const uint8_t> bytes,
+                                        const RecordGeometry& geometry) {
+  Result<RecordHeader> header = verify_record(bytes, geometry);
+  if (!header.ok()) return header.error();
+  BlockRecord record = record_without_kv(bytes, *header, geometry);
+  const auto kv = bytes.subspan(geometry.kv_offset(), geometry.kv_bytes);
+  record.kv.assign(kv.begin(), kv.end());
+  return record;
+}
+
+Result<BlockRecord> decode_block_record(std::vector<uint8_t>&& bytes,
+                                        const RecordGeometry& geometry) {
+  Result<RecordHeader> header = verify_record(bytes, geometry);
+  if (!header.ok()) return header.error();
+  BlockRecord record = record_without_kv(bytes, *header, geometry);
+  // The K/V bytes stay where they were read: the rest of the record is cut off around them
+  // (a move within memory already touched, where a copy would touch as much again).
+  bytes.resize(geometry.kv_offset() + geometry.kv_bytes);
+  bytes.erase(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(geometry.kv_offset()));
+  record.kv = std::move(bytes);
   return record;
 }
 

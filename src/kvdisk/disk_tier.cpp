@@ -369,11 +369,11 @@ Result<BlockRecord> DiskTier::read_record(const BlockKey& key) {
                      read_all(fd, bytes);
   ::close(fd);
   if (!whole) return Error{"record of the wrong size"};
-  Result<BlockRecord> record = decode_block_record(bytes, geometry_);
+  Result<BlockRecord> record = decode_block_record(std::move(bytes), geometry_);
   if (record.ok()) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.n_blocks_read;
-    stats_.n_bytes_read += static_cast<int64_t>(bytes.size());
+    stats_.n_bytes_read += static_cast<int64_t>(geometry_.file_bytes());
   }
   return record;
 }

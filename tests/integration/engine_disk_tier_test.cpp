@@ -251,6 +251,40 @@ TEST(EngineDiskTierTest, ASystemPromptSharedByTwoQuestionsComesBackWhole) {
   expect_no_leak(*engine);
 }
 
+TEST(EngineDiskTierTest, APrefixEvictedWhileItsRequestWaitsIsReadBackBeforeItRuns) {
+  // One request runs at a time (FCFS), over a pool of 26 blocks. `shared` (8 blocks), then
+  // `filler` (8) are cached in memory; `big` (16) is submitted, then `again` (shared + more).
+  // `again` may arrive while `shared` is still in memory, so that its arrival finds nothing to
+  // load; `big` then evicts `shared` (the least recently used) to disk, and `again` must have it
+  // read back while it waits (into the room `filler` leaves), not recompute it.
+  const std::string dir = fresh_dir("evicted-while-waiting");
+  Tokens shared(60), filler(60), big(120);
+  for (size_t i = 0; i < shared.size(); ++i) shared[i] = static_cast<TokenId>(40 + i);
+  for (size_t i = 0; i < filler.size(); ++i) filler[i] = static_cast<TokenId>(400 + i);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<TokenId>(900 + i);
+  Tokens again = shared;
+  again.insert(again.end(), {7, 8, 9});
+  EngineConfig config = disk_config(dir);
+  config.kv_tokens = kContext + 10 * kBlock;
+  config.scheduler.max_seqs = 1;
+  config.scheduler.policy = SchedulePolicy::FCFS;
+  for (int round = 0; round < 5; ++round) {
+    std::unique_ptr<Engine> engine = make_engine(config);
+    ASSERT_TRUE(engine->warm("", shared).ok());
+    ASSERT_TRUE(engine->warm("", filler).ok());
+    RequestHandle first = *engine->submit(greedy(big));
+    RequestHandle second = *engine->submit(greedy(again));
+    const RequestOutput& got_big = first.wait();
+    const RequestOutput& got = second.wait();
+    expect_same(got_big, reference({big})[0], "big");
+    expect_same(got, reference({again})[0], "again");
+    EXPECT_GE(got.stats.n_disk_cached_tokens, 7 * kBlock) << "round " << round;
+    expect_no_leak(*engine);
+    engine.reset();
+    fs::remove_all(dir);
+  }
+}
+
 TEST(EngineDiskTierTest, ATierOfAnotherBlockSizeIsIgnoredWithOneLogLine) {
   const std::vector<Tokens> ps = prompts(5, 4);
   const std::string dir = fresh_dir("block-size");

@@ -125,6 +125,13 @@ TEST(BlockRecordTest, RoundTripsAndRejectsEveryFlippedByteOfASample) {
   EXPECT_EQ(back->key, r.key);
   EXPECT_EQ(back->tokens, r.tokens);
   EXPECT_EQ(back->kv, r.kv);
+  Result<BlockRecord> moved = decode_block_record(std::vector<uint8_t>(bytes), g);
+  ASSERT_TRUE(moved.ok()) << moved.error().message;
+  EXPECT_EQ(moved->tokens, r.tokens);
+  EXPECT_EQ(moved->kv, r.kv);  // the K/V bytes cut out of the record in place
+  std::vector<uint8_t> torn = bytes;
+  torn[torn.size() / 2] ^= 1;
+  EXPECT_FALSE(decode_block_record(std::move(torn), g).ok());
   for (size_t i = 0; i < bytes.size(); i += 13) {
     std::vector<uint8_t> bad = bytes;
     bad[i] ^= 0x40;
