@@ -25,17 +25,18 @@ struct RestartArgs {
 int run_restart(RestartArgs& args) {
   bench::RestartOptions& options = args.options;
   if (!resolve_engine(args.engine, options.model_path, options.engine)) return 1;
-  // Without --cache-dir, a directory of its own, removed at the end; with one, it is wiped.
-  const bool own_dir = options.engine.cache_dir.empty();
-  if (own_dir) {
-    options.engine.cache_dir = (std::filesystem::temp_directory_path() /
-                                ("trellis-bench-restart-" + std::to_string(::getpid())))
-                                   .string();
-  }
+  // The tier lives in a folder of its own inside --cache-dir (default: the temporary directory),
+  // wiped before each repetition and removed at the end: nothing else in the directory is
+  // touched.
+  const std::filesystem::path parent = options.engine.cache_dir.empty()
+                                           ? std::filesystem::temp_directory_path()
+                                           : std::filesystem::path(options.engine.cache_dir);
+  options.engine.cache_dir =
+      (parent / ("trellis-bench-restart-" + std::to_string(::getpid()))).string();
   ProgressPrinter progress;
   Result<bench::RestartResult> result = bench::run_restart_bench(options, progress.observer());
   std::error_code ec;
-  if (own_dir) std::filesystem::remove_all(options.engine.cache_dir, ec);
+  std::filesystem::remove_all(options.engine.cache_dir, ec);
   if (!result.ok()) return print_error(result.error().message);
   nlohmann::json record = bench::run_facts(options.model_path);
   record["bench"] = "restart";
@@ -73,7 +74,7 @@ void add_bench_restart_command(CLI::App& bench, int& exit_code) {
   CLI::App* cmd = bench.add_subcommand(
       "restart",
       "TTFT of a long system prompt: cold, hot in memory, and warm from the disk tier after a "
-      "restart (--cache-dir, default a temporary directory)");
+      "restart (in a folder of its own inside --cache-dir, default the temporary directory)");
   auto args = std::make_shared<RestartArgs>();
   args->engine.add_to(*cmd, /*model_required=*/false);
   args->engine.add_scheduler_options(*cmd);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -82,8 +83,20 @@ TEST_F(CliDiskTierTest, BadFlagsAndABusyDirectoryAreClearErrors) {
 
 TEST_F(CliDiskTierTest, BenchRestartFindsTheSystemPromptOnDiskAfterARestart) {
   const std::string out = testing::temp_dir() + "/bench-restart";
-  CommandResult r = run_cli(
-      "bench restart -m " + model_ + " -B 8 -L 100 -n 3 --reps 2 --json --out " + out, false);
+  // The tier goes in a folder of its own inside --cache-dir: what else is there stays.
+  const std::string dir = testing::temp_dir() + "/bench-restart-dir";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/keep-me") << "mine";
+  CommandResult r = run_cli("bench restart -m " + model_ +
+                                " -B 8 -L 100 -n 3 --reps 2 --json --cache-dir " + dir + " --out " +
+                                out,
+                            false);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/keep-me"));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir),
+                          std::filesystem::directory_iterator()),
+            1)
+      << "the bench's own folder is removed";
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const nlohmann::json record = nlohmann::json::parse(r.output);
   const nlohmann::json& results = record["results"];
