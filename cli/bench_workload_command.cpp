@@ -39,13 +39,13 @@ void print_table(const WorkloadArgs& args, const nlohmann::json& rows) {
       std::snprintf(spread, sizeof spread, " +- %.2f",
                     row["generation_tokens_per_s_stddev"].get<double>());
     }
-    std::printf("| %s | %.3f | %lld / %lld | %lld | %.2f%s | %.0f ms | %.0f ms | %.0f ms | %.3f |\n",
-                row["run"].get<std::string>().c_str(), row["hit_rate"].get<double>(),
-                row["cached_tokens"].get<long long>(), row["prompt_tokens"].get<long long>(),
-                row["disk_cached_tokens"].get<long long>(),
-                row["generation_tokens_per_s"].get<double>(), spread,
-                row["latency_ms_mean"].get<double>(), row["latency_ms_p50"].get<double>(),
-                row["latency_ms_p99"].get<double>(), row["scheduler_ms_per_step"].get<double>());
+    std::printf(
+        "| %s | %.3f | %lld / %lld | %lld | %.2f%s | %.0f ms | %.0f ms | %.0f ms | %.3f |\n",
+        row["run"].get<std::string>().c_str(), row["hit_rate"].get<double>(),
+        row["cached_tokens"].get<long long>(), row["prompt_tokens"].get<long long>(),
+        row["disk_cached_tokens"].get<long long>(), row["generation_tokens_per_s"].get<double>(),
+        spread, row["latency_ms_mean"].get<double>(), row["latency_ms_p50"].get<double>(),
+        row["latency_ms_p99"].get<double>(), row["scheduler_ms_per_step"].get<double>());
   }
 }
 
@@ -65,8 +65,9 @@ int run_workload_command(WorkloadArgs& args) {
   Result<nlohmann::json> record = bench::run_workload_bench(options, progress.observer());
   if (!record.ok()) return print_error(record.error().message);
   (*record)["stages"] = stage_stats_json(options.engine.pipeline);
-  print_stage_stats(options.engine.pipeline,
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  print_stage_stats(
+      options.engine.pipeline,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   if (!save_results(args.out, "workload-" + args.name, *record,
                     bench::workload_results_table(*record))
            .ok()) {

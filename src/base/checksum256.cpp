@@ -12,7 +12,9 @@ constexpr uint64_t kLaneSeeds[4] = {0x243F6A8885A308D3ULL, 0x13198A2E03707344ULL
                                     0xA4093822299F31D0ULL, 0x082EFA98EC4E6C89ULL};
 constexpr size_t kStripe = 32;  // one word per lane
 
-uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+uint64_t rotl(uint64_t x, int r) {
+  return (x << r) | (x >> (64 - r));
+}
 
 // Little-endian on every host (compilers turn this into one load where the host is).
 uint64_t load_le64(const uint8_t* p) {
@@ -21,7 +23,9 @@ uint64_t load_le64(const uint8_t* p) {
   return v;
 }
 
-uint64_t step(uint64_t h, uint64_t word) { return rotl(h ^ (word * kMulWord), 29) * kMulState; }
+uint64_t step(uint64_t h, uint64_t word) {
+  return rotl(h ^ (word * kMulWord), 29) * kMulState;
+}
 
 // Spreads every input bit over the whole word (each step is a bijection).
 uint64_t avalanche(uint64_t h) {
@@ -54,7 +58,8 @@ Checksum256 checksum256(std::span<const uint8_t> bytes) {
   for (int i = 0; i < 4; ++i) {
     // Each output word also takes its neighbour lane, so no lane's result stands alone.
     const uint64_t h = avalanche(lane[i] ^ rotl(lane[(i + 1) % 4], 17) ^ (length * kMulWord));
-    for (int b = 0; b < 8; ++b) out[static_cast<size_t>(8 * i + b)] = static_cast<uint8_t>(h >> (8 * b));
+    for (int b = 0; b < 8; ++b)
+      out[static_cast<size_t>(8 * i + b)] = static_cast<uint8_t>(h >> (8 * b));
   }
   return out;
 }

@@ -121,8 +121,8 @@ int32_t DiskPrefixTier::first_block_to_load(std::string_view ns, std::span<const
   // A partial block, worth reading only when it holds more than the memory's match.
   const BlockKey parent = first == 0 ? kRootBlockKey : keys[static_cast<size_t>(first - 1)];
   const int32_t n_partial = tier_->longest_partial(
-      parent, digest, prompt.subspan(static_cast<size_t>(first) * B,
-                                     static_cast<size_t>(cap - first * B)));
+      parent, digest,
+      prompt.subspan(static_cast<size_t>(first) * B, static_cast<size_t>(cap - first * B)));
   return first * B + n_partial > match.n_tokens ? first : -1;
 }
 

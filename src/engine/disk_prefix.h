@@ -67,7 +67,8 @@ class DiskPrefixTier {
   DiskPrefixTier& operator=(const DiskPrefixTier&) = delete;
 
   // Loop thread, as the prefix cache's spill observer: queues the node's blocks that the tier
-  // lacks (whole ones and its partial last block). `kv` holds their bytes (still intact during the observer call).
+  // lacks (whole ones and its partial last block). `kv` holds their bytes (still intact during the
+  // observer call).
   void spill(const EvictedNode& node, const KvStorage& kv);
 
   // Loop thread: the first block of the prompt worth reading from disk, given what the cache

@@ -98,11 +98,11 @@ struct Engine::Request : Sequence {
   std::vector<std::shared_ptr<Request>> branches;
   RequestOutput output;  // filled as it runs, handed to the channel at the end
   Clock::time_point submitted;
-  bool started = false;       // admitted at least once (queue time recorded)
-  bool disk_checked = false;  // looked for on the disk tier (on arrival; again if evicted)
+  bool started = false;        // admitted at least once (queue time recorded)
+  bool disk_checked = false;   // looked for on the disk tier (on arrival; again if evicted)
   int32_t n_disk_reloads = 0;  // loads after arrival: its prefix was evicted while it waited
-  DiskLoad disk_load;         // blocks the loader read, until installed
-  int32_t n_disk_tokens = 0;  // prompt tokens the cache took from disk for this request
+  DiskLoad disk_load;          // blocks the loader read, until installed
+  int32_t n_disk_tokens = 0;   // prompt tokens the cache took from disk for this request
 };
 
 Result<std::unique_ptr<Engine>> Engine::create(const std::string& model_path,

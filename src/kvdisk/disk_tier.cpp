@@ -384,7 +384,8 @@ int32_t DiskTier::longest_partial(const BlockKey& parent, const NamespaceDigest&
   const std::vector<BlockKey> keys = partial_block_keys(parent, ns, tokens.first(n));
   std::lock_guard<std::mutex> lock(mutex_);
   for (size_t k = n; k > 0; --k) {
-    if (index_.contains(keys[k - 1]) || queued_.contains(keys[k - 1])) return static_cast<int32_t>(k);
+    if (index_.contains(keys[k - 1]) || queued_.contains(keys[k - 1]))
+      return static_cast<int32_t>(k);
   }
   return 0;
 }
@@ -416,8 +417,8 @@ DiskTier::ChainStep DiskTier::read_block(const BlockKey& key, const BlockKey& pa
   }
   Result<BlockRecord> record = read_record(key);
   const bool valid = record.ok() && record->parent == parent && record->ns == ns &&
-                     std::equal(record->tokens.begin(), record->tokens.end(),
-                                block_tokens.begin(), block_tokens.end());
+                     std::equal(record->tokens.begin(), record->tokens.end(), block_tokens.begin(),
+                                block_tokens.end());
   if (valid) {
     chain.push_back(std::move(record).value());
     return ChainStep::READ;
@@ -458,8 +459,8 @@ std::vector<BlockRecord> DiskTier::read_chain(const NamespaceDigest& ns,
   }
   // Where the whole blocks end, a partial block may go on (never after a corrupt one).
   if (step != ChainStep::DROPPED && j >= first_block && j * B < n_tokens) {
-    const std::span<const TokenId> rest = tokens.subspan(static_cast<size_t>(j) * B,
-                                                         static_cast<size_t>(n_tokens - j * B));
+    const std::span<const TokenId> rest =
+        tokens.subspan(static_cast<size_t>(j) * B, static_cast<size_t>(n_tokens - j * B));
     const int32_t k = longest_partial(parent, ns, rest);
     if (k > 0) {
       const std::span<const TokenId> partial = rest.first(static_cast<size_t>(k));

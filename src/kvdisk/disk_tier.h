@@ -71,11 +71,11 @@ struct DiskTierStats {
   int64_t n_blocks_read = 0;
   int64_t n_bytes_read = 0;
   int64_t n_blocks_read_pending = 0;  // read from the writer's queue, not yet durable
-  int64_t n_writes_dropped = 0;   // the queue was full
-  int64_t n_blocks_evicted = 0;   // over the budget
-  int64_t n_corrupt_dropped = 0;  // failed verification (at open or when read)
-  int64_t n_write_errors = 0;     // the disk refused a write (full, permissions)
-  double read_ms = 0;             // time spent in read_chain, in total
+  int64_t n_writes_dropped = 0;       // the queue was full
+  int64_t n_blocks_evicted = 0;       // over the budget
+  int64_t n_corrupt_dropped = 0;      // failed verification (at open or when read)
+  int64_t n_write_errors = 0;         // the disk refused a write (full, permissions)
+  double read_ms = 0;                 // time spent in read_chain, in total
 };
 
 class DiskTier {
@@ -107,9 +107,10 @@ class DiskTier {
 
   // The longest prefix of `tokens` (namespace `ns`) on disk or queued for it, at most
   // max_tokens: whole blocks 0, 1, ..., then the longest partial block that goes on from the last
-  // of them, read (queued ones copied from the queue) and verified: each record's key, parent, namespace and tokens must be what the chain expects.
-  // Stops at the first block missing or failing verification (that one is dropped from the index
-  // and deleted, and no partial block follows it). Touches the blocks read.
+  // of them, read (queued ones copied from the queue) and verified: each record's key, parent,
+  // namespace and tokens must be what the chain expects. Stops at the first block missing or
+  // failing verification (that one is dropped from the index and deleted, and no partial block
+  // follows it). Touches the blocks read.
   std::vector<BlockRecord> read_chain(const NamespaceDigest& ns, std::span<const TokenId> tokens,
                                       int32_t max_tokens) {
     return read_chain(ns, tokens, 0, max_tokens);

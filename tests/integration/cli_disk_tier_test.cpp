@@ -88,10 +88,10 @@ TEST_F(CliDiskTierTest, BenchRestartFindsTheSystemPromptOnDiskAfterARestart) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/keep-me") << "mine";
-  CommandResult r = run_cli("bench restart -m " + model_ +
-                                " -B 8 -L 100 -n 3 --reps 2 --json --cache-dir " + dir + " --out " +
-                                out,
-                            false);
+  CommandResult r =
+      run_cli("bench restart -m " + model_ + " -B 8 -L 100 -n 3 --reps 2 --json --cache-dir " +
+                  dir + " --out " + out,
+              false);
   EXPECT_TRUE(std::filesystem::exists(dir + "/keep-me"));
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir),
                           std::filesystem::directory_iterator()),

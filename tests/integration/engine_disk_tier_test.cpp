@@ -28,7 +28,9 @@ constexpr int32_t kContext = 128;
 constexpr int32_t kBlock = 8;
 constexpr int32_t kMaxTokens = 6;
 
-const std::string& tiny_model_path() { return testing::tiny_engine_model(); }
+const std::string& tiny_model_path() {
+  return testing::tiny_engine_model();
+}
 
 std::string fresh_dir(const std::string& name) {
   const std::string dir = testing::temp_dir() + "/" + name;

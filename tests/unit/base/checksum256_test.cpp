@@ -72,7 +72,8 @@ TEST(Checksum256Test, IsStableAcrossBuilds) {
   // (kvdisk/block_record.h). Changing it needs a new format version and a new value here.
   std::vector<uint8_t> counting(100);
   for (size_t i = 0; i < counting.size(); ++i) counting[i] = static_cast<uint8_t>(i);
-  EXPECT_EQ(hex(checksum256(counting)), "08717d977f8fee81e6ef4eecbcd10f6800f4c028f8f432a13a1a64145737caf4");
+  EXPECT_EQ(hex(checksum256(counting)),
+            "08717d977f8fee81e6ef4eecbcd10f6800f4c028f8f432a13a1a64145737caf4");
 }
 
 }  // namespace

@@ -293,7 +293,8 @@ TEST(BlockRecordTest, APartialRecordRoundTripsAndATokenCountOutOfRangeIsRejected
   EXPECT_EQ(back->tokens, r.tokens);
   for (uint32_t n : {0u, static_cast<uint32_t>(kBlock) + 1, 0xFFFFFFFFu}) {
     std::vector<uint8_t> bad = bytes;
-    for (int i = 0; i < 4; ++i) bad[152 + static_cast<size_t>(i)] = static_cast<uint8_t>(n >> (8 * i));
+    for (int i = 0; i < 4; ++i)
+      bad[152 + static_cast<size_t>(i)] = static_cast<uint8_t>(n >> (8 * i));
     Result<BlockRecord> decoded = decode_block_record(bad, g);
     ASSERT_FALSE(decoded.ok()) << n;
     EXPECT_NE(decoded.error().message.find("tokens"), std::string::npos) << decoded.error().message;
