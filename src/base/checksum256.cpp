@@ -1,7 +1,9 @@
 #include "base/checksum256.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
+#include <cstring>
 
 namespace trellis {
 namespace {
@@ -10,16 +12,16 @@ constexpr uint64_t kMulWord = 0x9E3779B97F4A7C15ULL;   // odd, so multiplying is
 constexpr uint64_t kMulState = 0xC2B2AE3D27D4EB4FULL;  // odd
 constexpr uint64_t kLaneSeeds[4] = {0x243F6A8885A308D3ULL, 0x13198A2E03707344ULL,
                                     0xA4093822299F31D0ULL, 0x082EFA98EC4E6C89ULL};
-constexpr size_t kStripe = 32;  // one word per lane
 
 uint64_t rotl(uint64_t x, int r) {
   return (x << r) | (x >> (64 - r));
 }
 
-// Little-endian on every host (compilers turn this into one load where the host is).
+// Little-endian on every host: one load, byte-swapped where the host is big-endian.
 uint64_t load_le64(const uint8_t* p) {
   uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  std::memcpy(&v, p, sizeof(v));
+  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
   return v;
 }
 
@@ -39,29 +41,58 @@ uint64_t avalanche(uint64_t h) {
 
 }  // namespace
 
-Checksum256 checksum256(std::span<const uint8_t> bytes) {
-  uint64_t lane[4] = {kLaneSeeds[0], kLaneSeeds[1], kLaneSeeds[2], kLaneSeeds[3]};
+Checksum256Builder::Checksum256Builder()
+    : lane_{kLaneSeeds[0], kLaneSeeds[1], kLaneSeeds[2], kLaneSeeds[3]} {}
+
+void Checksum256Builder::update(std::span<const uint8_t> bytes) {
+  length_ += bytes.size();
   const uint8_t* p = bytes.data();
-  const size_t n_stripes = bytes.size() / kStripe;
-  for (size_t s = 0; s < n_stripes; ++s, p += kStripe) {
-    for (int i = 0; i < 4; ++i) lane[i] = step(lane[i], load_le64(p + 8 * i));
+  size_t n = bytes.size();
+  if (n_pending_ > 0) {  // complete the stripe the last piece began
+    const size_t take = std::min(n, kStripe - n_pending_);
+    std::copy(p, p + take, pending_ + n_pending_);
+    n_pending_ += take;
+    p += take;
+    n -= take;
+    if (n_pending_ < kStripe) return;
+    for (int i = 0; i < 4; ++i) lane_[i] = step(lane_[i], load_le64(pending_ + 8 * i));
+    n_pending_ = 0;
   }
+  // The lanes in locals, so that they stay in registers: four independent chains.
+  uint64_t l0 = lane_[0], l1 = lane_[1], l2 = lane_[2], l3 = lane_[3];
+  for (; n >= kStripe; p += kStripe, n -= kStripe) {
+    l0 = step(l0, load_le64(p));
+    l1 = step(l1, load_le64(p + 8));
+    l2 = step(l2, load_le64(p + 16));
+    l3 = step(l3, load_le64(p + 24));
+  }
+  lane_[0] = l0, lane_[1] = l1, lane_[2] = l2, lane_[3] = l3;
+  std::copy(p, p + n, pending_);
+  n_pending_ = n;
+}
+
+Checksum256 Checksum256Builder::finish() const {
+  uint64_t lane[4] = {lane_[0], lane_[1], lane_[2], lane_[3]};
   // The last partial stripe, zero-padded; the length below tells the padding from real zeros.
-  const size_t rest = bytes.size() % kStripe;
-  if (rest > 0) {
+  if (n_pending_ > 0) {
     uint8_t last[kStripe] = {};
-    std::copy(p, p + rest, last);
+    std::copy(pending_, pending_ + n_pending_, last);
     for (int i = 0; i < 4; ++i) lane[i] = step(lane[i], load_le64(last + 8 * i));
   }
-  const uint64_t length = static_cast<uint64_t>(bytes.size());
   Checksum256 out{};
   for (int i = 0; i < 4; ++i) {
     // Each output word also takes its neighbour lane, so no lane's result stands alone.
-    const uint64_t h = avalanche(lane[i] ^ rotl(lane[(i + 1) % 4], 17) ^ (length * kMulWord));
+    const uint64_t h = avalanche(lane[i] ^ rotl(lane[(i + 1) % 4], 17) ^ (length_ * kMulWord));
     for (int b = 0; b < 8; ++b)
       out[static_cast<size_t>(8 * i + b)] = static_cast<uint8_t>(h >> (8 * b));
   }
   return out;
+}
+
+Checksum256 checksum256(std::span<const uint8_t> bytes) {
+  Checksum256Builder builder;
+  builder.update(bytes);
+  return builder.finish();
 }
 
 }  // namespace trellis

@@ -20,4 +20,21 @@ using Checksum256 = std::array<uint8_t, 32>;
 
 Checksum256 checksum256(std::span<const uint8_t> bytes);
 
+// The same checksum over bytes that arrive in pieces (a record's header in one buffer, its K/V
+// read straight into the KV pool): update() with each piece in order, then finish(). The result
+// equals checksum256() of the pieces joined.
+class Checksum256Builder {
+ public:
+  Checksum256Builder();
+  void update(std::span<const uint8_t> bytes);
+  Checksum256 finish() const;
+
+ private:
+  static constexpr size_t kStripe = 32;  // one 8-byte word per lane
+  uint64_t lane_[4];
+  uint8_t pending_[kStripe] = {};  // a stripe begun by one piece, to be completed by the next
+  size_t n_pending_ = 0;
+  uint64_t length_ = 0;
+};
+
 }  // namespace trellis

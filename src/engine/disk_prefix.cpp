@@ -31,6 +31,7 @@ Result<std::unique_ptr<DiskPrefixTier>> DiskPrefixTier::open(const DiskPrefixCon
   std::unique_ptr<DiskPrefixTier> d(new DiskPrefixTier());
   d->tier_ = std::move(tier).value();
   d->block_size_ = layout.block_size;
+  d->max_held_blocks_ = config.max_held_blocks;
   d->loader_ = std::thread([p = d.get()] { p->loader_loop(); });
   return d;
 }
@@ -53,9 +54,20 @@ void DiskPrefixTier::loader_loop() {
       if (jobs_.empty()) return;  // stopping, with every job run
       job = std::move(jobs_.front());
       jobs_.pop_front();
+      ++n_jobs_running_;
     }
     job();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      --n_jobs_running_;
+    }
+    changed_.notify_all();
   }
+}
+
+void DiskPrefixTier::wait_loads() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return jobs_.empty() && n_jobs_running_ == 0; });
 }
 
 void DiskPrefixTier::load_async(std::function<void()> job) {
@@ -107,58 +119,105 @@ int32_t DiskPrefixTier::max_tokens(std::span<const TokenId> prompt) const {
   return prompt.empty() ? 0 : static_cast<int32_t>(prompt.size()) - 1;
 }
 
-int32_t DiskPrefixTier::first_block_to_load(std::string_view ns, std::span<const TokenId> prompt,
+int32_t DiskPrefixTier::first_block_to_load(const NamespaceDigest& ns,
+                                            std::span<const TokenId> prompt,
                                             const PrefixMatch& match) const {
   const int32_t B = block_size_;
   const int32_t first = match.n_tokens / B;
   const int32_t cap = max_tokens(prompt);
   if (first * B >= cap) return -1;
-  const NamespaceDigest digest = namespace_digest(ns);
   const bool whole_fits = (first + 1) * B <= cap;
   const std::vector<BlockKey> keys =
-      chain_block_keys(digest, prompt, B, whole_fits ? first + 1 : first);
+      chain_block_keys(ns, prompt, B, whole_fits ? first + 1 : first);
   if (whole_fits && tier_->contains(keys.back())) return first;
   // A partial block, worth reading only when it holds more than the memory's match.
   const BlockKey parent = first == 0 ? kRootBlockKey : keys[static_cast<size_t>(first - 1)];
   const int32_t n_partial = tier_->longest_partial(
-      parent, digest,
+      parent, ns,
       prompt.subspan(static_cast<size_t>(first) * B, static_cast<size_t>(cap - first * B)));
   return first * B + n_partial > match.n_tokens ? first : -1;
 }
 
-DiskLoad DiskPrefixTier::read(std::string_view ns, std::span<const TokenId> prompt,
-                              int32_t first_block) {
+bool DiskPrefixTier::plan(PrefixCache& cache, std::string_view ns, std::span<const TokenId> prompt,
+                          const PrefixMatch& match, DiskLoad& load) {
+  const NamespaceDigest digest = namespace_digest(ns);
+  const int32_t first = first_block_to_load(digest, prompt, match);
+  if (first < 0) return false;
+  const int32_t n = tier_->chain_length(digest, prompt, first, max_tokens(prompt));
+  if (n == 0) return false;
+  load = DiskLoad{};
+  load.first_block = first;
+  load.n_planned = n;
+  const std::span<const BlockId> shared =
+      std::span<const BlockId>(match.blocks).first(static_cast<size_t>(first));
+  if (n_held_blocks_ + n <= max_held_blocks_ && cache.hold_for_restore(shared, n, load.table)) {
+    load.n_held = n;
+    n_held_blocks_ += n;
+  }
+  return true;
+}
+
+void DiskPrefixTier::read(std::string_view ns, std::span<const TokenId> prompt, KvStorage& kv,
+                          DiskLoad& load) {
+  const size_t bytes = kv.layout().bytes_per_block();
+  std::vector<uint8_t*> into;
+  if (load.table.empty()) {
+    load.staged.resize(static_cast<size_t>(load.n_planned) * bytes);
+    for (int32_t i = 0; i < load.n_planned; ++i)
+      into.push_back(load.staged.data() + static_cast<size_t>(i) * bytes);
+  } else {
+    // Pool blocks this load holds: nothing else reads or writes them until install.
+    for (size_t i = static_cast<size_t>(load.first_block); i < load.table.size(); ++i)
+      into.push_back(kv.block_data(load.table[i]));
+  }
   const double ms_before = tier_->stats().read_ms;
-  DiskLoad load;
-  load.first_block = first_block;
-  load.blocks = tier_->read_chain(namespace_digest(ns), prompt, first_block, max_tokens(prompt));
+  load.n_tokens = tier_->read_chain_into(namespace_digest(ns), prompt, load.first_block,
+                                         max_tokens(prompt), into);
   load.ms = tier_->stats().read_ms - ms_before;
-  return load;
 }
 
 int32_t DiskPrefixTier::install(PrefixCache& cache, KvStorage& kv, std::string_view ns,
-                                std::span<const TokenId> prompt, const DiskLoad& load) {
-  if (load.blocks.empty()) return 0;
-  const int32_t B = block_size_;
-  // The blocks before the loaded ones must still be cached: they are the shared part of the
-  // path the loaded blocks hang under.
-  const PrefixMatch match = cache.match(ns, prompt);
-  if (match.n_full_blocks < load.first_block) return 0;
+                                std::span<const TokenId> prompt, DiskLoad& load) {
+  const auto n_read = static_cast<int32_t>(load.n_tokens.size());
+  const int32_t first = load.first_block;
+  if (load.table.empty() && n_read > 0) {
+    // Staged: the blocks before the loaded ones must still be cached (they are the shared part
+    // of the path the loaded blocks hang under), and the pool must have room now.
+    const PrefixMatch match = cache.match(ns, prompt);
+    if (match.n_full_blocks < first ||
+        !cache.hold_for_restore(
+            std::span<const BlockId>(match.blocks).first(static_cast<size_t>(first)), n_read,
+            load.table)) {
+      return 0;
+    }
+    const size_t bytes = kv.layout().bytes_per_block();
+    for (int32_t i = 0; i < n_read; ++i) {
+      std::memcpy(kv.block_data(load.table[static_cast<size_t>(first + i)]),
+                  load.staged.data() + static_cast<size_t>(i) * bytes, bytes);
+    }
+  }
   int32_t n_loaded_tokens = 0;
-  for (const BlockRecord& r : load.blocks) n_loaded_tokens += static_cast<int32_t>(r.tokens.size());
-  const std::span<const TokenId> tokens =
-      prompt.first(static_cast<size_t>(load.first_block * B + n_loaded_tokens));
-  const std::span<const BlockId> shared =
-      std::span<const BlockId>(match.blocks).first(static_cast<size_t>(load.first_block));
-  const size_t bytes = kv.layout().bytes_per_block();
-  const int32_t n_taken = cache.install(ns, tokens, shared, [&](int32_t i, BlockId block) {
-    const BlockRecord& r = load.blocks[static_cast<size_t>(i)];
-    assert(r.kv.size() == bytes);
-    std::memcpy(kv.block_data(block), r.kv.data(), bytes);
-  });
+  for (int32_t n : load.n_tokens) n_loaded_tokens += n;
+  int32_t n_taken = 0;
+  if (n_read > 0) {
+    const std::span<const TokenId> tokens =
+        prompt.first(static_cast<size_t>(first * block_size_ + n_loaded_tokens));
+    n_taken = cache.install_restored(
+        ns, tokens, std::span<const BlockId>(load.table).first(static_cast<size_t>(first + n_read)),
+        first);
+  }
+  release(cache, load);
   // Every block taken: all the loaded tokens; else (the tree had some of the positions, or took
   // no partial block) count the whole blocks it took.
-  return n_taken == std::ssize(load.blocks) ? n_loaded_tokens : n_taken * B;
+  return n_taken == n_read ? n_loaded_tokens : n_taken * block_size_;
+}
+
+void DiskPrefixTier::release(PrefixCache& cache, DiskLoad& load) {
+  if (!load.table.empty()) {
+    n_held_blocks_ -= load.n_held;
+    cache.release_restore(load.table);
+  }
+  load = DiskLoad{};
 }
 
 }  // namespace trellis

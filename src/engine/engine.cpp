@@ -177,9 +177,11 @@ Engine::~Engine() {
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
   // The loader runs its last jobs (without reading: stopping_), which hand their requests back
-  // after the loop is gone; the tier then writes what the loop spilled.
-  disk_.reset();
+  // after the loop is gone; their held blocks go back before the tier closes, which then writes
+  // what the loop spilled.
+  if (disk_ != nullptr) disk_->wait_loads();
   cancel_unstarted();
+  disk_.reset();
   if (pipeline_ != nullptr && kv_ != nullptr) pipeline_->end_engine();
 }
 
@@ -194,6 +196,9 @@ Status Engine::open_disk_tier(const std::string& model_path, const EngineConfig&
   dc.model_path = model_path;
   dc.architecture = model_->hparams().arch;
   dc.log = config.disk_log;
+  // Loads may hold what the pool has beyond the longest sequence, which must always fit.
+  const int32_t B = kv_->layout().block_size;
+  dc.max_held_blocks = blocks_->n_total() - 1 - (n_ctx_ + B - 1) / B;
   Result<std::unique_ptr<DiskPrefixTier>> disk = DiskPrefixTier::open(dc, kv_->layout());
   if (!disk.ok()) return disk.error();
   disk_ = std::move(disk).value();
@@ -206,15 +211,14 @@ bool Engine::load_from_disk_first(const std::shared_ptr<Request>& r) {
   if (disk_ == nullptr || r->wants_prompt_logits) return false;
   const std::span<const TokenId> prompt(r->params.prompt);
   const PrefixMatch match = cache_->match(r->cache_namespace, prompt);
-  const int32_t first = disk_->first_block_to_load(r->cache_namespace, prompt, match);
-  if (first < 0) return false;
-  disk_->load_async([this, r, first] {
+  if (!disk_->plan(*cache_, r->cache_namespace, prompt, match, r->disk_load)) return false;
+  disk_->load_async([this, r] {
     bool stopping = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stopping = stopping_;
     }
-    if (!stopping) r->disk_load = disk_->read(r->cache_namespace, r->params.prompt, first);
+    if (!stopping) disk_->read(r->cache_namespace, r->params.prompt, *kv_, r->disk_load);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       submitted_.push_back(r);
@@ -252,12 +256,14 @@ void Engine::reload_evicted_prefixes() {
 }
 
 void Engine::install_from_disk(Request& r) {
-  if (r.disk_load.blocks.empty()) return;
+  if (r.disk_load.n_planned == 0) return;
+  const double ms = r.disk_load.ms;
+  ++n_disk_loads_;
+  if (r.disk_load.n_held == 0) ++n_disk_loads_staged_;
   r.n_disk_tokens = disk_->install(*cache_, *kv_, r.cache_namespace, r.params.prompt, r.disk_load);
-  r.output.stats.disk_load_ms = r.disk_load.ms;
+  r.output.stats.disk_load_ms = ms;
   n_disk_hit_tokens_ += r.n_disk_tokens;
-  disk_load_ms_ += r.disk_load.ms;
-  r.disk_load = DiskLoad{};  // the bytes are in the pool now
+  disk_load_ms_ += ms;
 }
 
 void Engine::cancel_unstarted() {
@@ -267,6 +273,7 @@ void Engine::cancel_unstarted() {
     never_started.swap(submitted_);
   }
   for (const auto& r : never_started) {
+    if (disk_ != nullptr) disk_->release(*cache_, r->disk_load);  // a load's held blocks
     std::lock_guard<std::mutex> channel_lock(r->channel->mutex);
     r->channel->output.finish_reason = FinishReason::CANCELLED;
     r->channel->finished = true;
@@ -678,6 +685,8 @@ void Engine::refresh_stats(int64_t n_new_preemptions, double plan_ms) {
   if (disk_ != nullptr) {
     stats_.n_disk_hit_tokens = n_disk_hit_tokens_;
     stats_.disk_load_ms = disk_load_ms_;
+    stats_.n_disk_loads = n_disk_loads_;
+    stats_.n_disk_loads_staged = n_disk_loads_staged_;
   }
 }
 

@@ -167,9 +167,12 @@ struct EngineStats {
   double scheduler_ms = 0;          // time spent planning steps, in total
   int32_t max_steps_in_flight = 0;  // the most steps down a pipeline at once (1 in one process)
   bool has_disk_tier = false;
-  DiskTierStats disk;             // the disk tier's figures (when there is one)
-  int64_t n_disk_hit_tokens = 0;  // prompt tokens cached from the disk tier, in total
-  double disk_load_ms = 0;        // time the loader spent reading them, in total
+  DiskTierStats disk;               // the disk tier's figures (when there is one)
+  int64_t n_disk_hit_tokens = 0;    // prompt tokens cached from the disk tier, in total
+  double disk_load_ms = 0;          // time the loader spent reading them, in total
+  int64_t n_disk_loads = 0;         // requests that read blocks from the disk tier
+  int64_t n_disk_loads_staged = 0;  // of those, read into memory of their own and copied into
+                                    // the pool (it had no blocks to spare while they read)
 };
 
 class Engine {
@@ -294,9 +297,11 @@ class Engine {
   std::unique_ptr<Workspace> workspace_;
   int32_t n_ctx_ = 0;
   int32_t n_vocab_ = 0;
-  int64_t n_disk_hit_tokens_ = 0;  // loop thread
-  int64_t n_evicted_seen_ = 0;     // pool evictions when the waiting requests were last checked
-  double disk_load_ms_ = 0;        // loop thread
+  int64_t n_disk_hit_tokens_ = 0;    // loop thread
+  int64_t n_evicted_seen_ = 0;       // pool evictions when the waiting requests were last checked
+  double disk_load_ms_ = 0;          // loop thread
+  int64_t n_disk_loads_ = 0;         // loop thread
+  int64_t n_disk_loads_staged_ = 0;  // loop thread
   Pipeline* pipeline_ = nullptr;
   std::function<void(const std::string&)> on_failure_;
 

@@ -85,22 +85,8 @@ Result<RecordHeader> decode_record_header(std::span<const uint8_t> header,
 
 namespace {
 
-// Size, header and checksum of a whole record; the header when all hold.
-Result<RecordHeader> verify_record(std::span<const uint8_t> bytes, const RecordGeometry& geometry) {
-  if (bytes.size() != geometry.file_bytes())
-    return Error{"record of " + std::to_string(bytes.size()) + " bytes, expected " +
-                 std::to_string(geometry.file_bytes()) + " (truncated or foreign)"};
-  Result<RecordHeader> header = decode_record_header(bytes, geometry);
-  if (!header.ok()) return header.error();
-  const size_t body = bytes.size() - RecordGeometry::kChecksumBytes;
-  const auto sum = checksum256(bytes.first(body));
-  if (!std::equal(sum.begin(), sum.end(), bytes.data() + body))
-    return Error{"checksum mismatch (torn or corrupt record)"};
-  return header;
-}
-
 // A verified record's fields, all but its K/V bytes.
-BlockRecord record_without_kv(std::span<const uint8_t> bytes, const RecordHeader& header,
+BlockRecord record_without_kv(std::span<const uint8_t> head, const RecordHeader& header,
                               const RecordGeometry& geometry) {
   BlockRecord record;
   record.key = header.key;
@@ -109,32 +95,41 @@ BlockRecord record_without_kv(std::span<const uint8_t> bytes, const RecordHeader
   record.tokens.resize(static_cast<size_t>(header.n_tokens));
   for (size_t i = 0; i < record.tokens.size(); ++i)
     record.tokens[i] =
-        static_cast<TokenId>(get_u32(bytes.data() + geometry.tokens_offset() + 4 * i));
+        static_cast<TokenId>(get_u32(head.data() + geometry.tokens_offset() + 4 * i));
   return record;
 }
 
 }  // namespace
 
-Result<BlockRecord> decode_block_record(std::span<const uint8_t> bytes,
+Result<BlockRecord> decode_record_parts(std::span<const uint8_t> head, std::span<const uint8_t> kv,
+                                        std::span<const uint8_t> sum,
                                         const RecordGeometry& geometry) {
-  Result<RecordHeader> header = verify_record(bytes, geometry);
+  if (head.size() != geometry.kv_offset() || kv.size() != geometry.kv_bytes ||
+      sum.size() != RecordGeometry::kChecksumBytes) {
+    return Error{"record of " + std::to_string(head.size() + kv.size() + sum.size()) +
+                 " bytes, expected " + std::to_string(geometry.file_bytes()) +
+                 " (truncated or foreign)"};
+  }
+  Result<RecordHeader> header = decode_record_header(head, geometry);
   if (!header.ok()) return header.error();
-  BlockRecord record = record_without_kv(bytes, *header, geometry);
-  const auto kv = bytes.subspan(geometry.kv_offset(), geometry.kv_bytes);
-  record.kv.assign(kv.begin(), kv.end());
-  return record;
+  Checksum256Builder checksum;
+  checksum.update(head);
+  checksum.update(kv);
+  const Checksum256 expected = checksum.finish();
+  if (!std::equal(expected.begin(), expected.end(), sum.begin()))
+    return Error{"checksum mismatch (torn or corrupt record)"};
+  return record_without_kv(head, *header, geometry);
 }
 
-Result<BlockRecord> decode_block_record(std::vector<uint8_t>&& bytes,
+Result<BlockRecord> decode_block_record(std::span<const uint8_t> bytes,
                                         const RecordGeometry& geometry) {
-  Result<RecordHeader> header = verify_record(bytes, geometry);
-  if (!header.ok()) return header.error();
-  BlockRecord record = record_without_kv(bytes, *header, geometry);
-  // The K/V bytes stay where they were read: the rest of the record is cut off around them
-  // (a move within memory already touched, where a copy would touch as much again).
-  bytes.resize(geometry.kv_offset() + geometry.kv_bytes);
-  bytes.erase(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(geometry.kv_offset()));
-  record.kv = std::move(bytes);
+  if (bytes.size() != geometry.file_bytes())
+    return Error{"record of " + std::to_string(bytes.size()) + " bytes, expected " +
+                 std::to_string(geometry.file_bytes()) + " (truncated or foreign)"};
+  const std::span<const uint8_t> kv = bytes.subspan(geometry.kv_offset(), geometry.kv_bytes);
+  Result<BlockRecord> record = decode_record_parts(
+      bytes.first(geometry.kv_offset()), kv, bytes.last(RecordGeometry::kChecksumBytes), geometry);
+  if (record.ok()) record->kv.assign(kv.begin(), kv.end());
   return record;
 }
 

@@ -77,9 +77,11 @@ Result<RecordHeader> decode_record_header(std::span<const uint8_t> header,
 // Checks a whole record: its size, header and checksum. Errors say which check failed.
 Result<BlockRecord> decode_block_record(std::span<const uint8_t> bytes,
                                         const RecordGeometry& geometry);
-// The same, keeping the K/V bytes in `bytes`' own memory (for reads of many megabytes, where
-// touching fresh memory costs more than reading).
-Result<BlockRecord> decode_block_record(std::vector<uint8_t>&& bytes,
+// Checks a record read in three parts, where its K/V went straight to its destination: `head`
+// (the kv_offset() bytes before the K/V), `kv` (kv_bytes) and `sum` (the trailing checksum).
+// Returns the record's fields but its K/V (record.kv stays empty).
+Result<BlockRecord> decode_record_parts(std::span<const uint8_t> head, std::span<const uint8_t> kv,
+                                        std::span<const uint8_t> sum,
                                         const RecordGeometry& geometry);
 
 }  // namespace trellis

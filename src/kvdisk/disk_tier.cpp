@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -358,18 +359,20 @@ void DiskTier::touch(const BlockKey& key) {
   ::utimensat(AT_FDCWD, block_path(key).c_str(), nullptr, 0);
 }
 
-Result<BlockRecord> DiskTier::read_record(const BlockKey& key) {
+Result<BlockRecord> DiskTier::read_record_into(const BlockKey& key, uint8_t* kv) {
   const std::string path = block_path(key);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Error{"missing"};  // evicted meanwhile
-  std::vector<uint8_t> bytes(geometry_.file_bytes());
+  std::vector<uint8_t> head(geometry_.kv_offset());
+  const std::span<uint8_t> kv_bytes(kv, geometry_.kv_bytes);
+  std::array<uint8_t, RecordGeometry::kChecksumBytes> sum{};
   struct stat st {};
   const bool whole = ::fstat(fd, &st) == 0 &&
                      static_cast<uint64_t>(st.st_size) == geometry_.file_bytes() &&
-                     read_all(fd, bytes);
+                     read_all(fd, head) && read_all(fd, kv_bytes) && read_all(fd, sum);
   ::close(fd);
   if (!whole) return Error{"record of the wrong size"};
-  Result<BlockRecord> record = decode_block_record(std::move(bytes), geometry_);
+  Result<BlockRecord> record = decode_record_parts(head, kv_bytes, sum, geometry_);
   if (record.ok()) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.n_blocks_read;
@@ -401,8 +404,7 @@ const BlockRecord* DiskTier::pending_locked(const BlockKey& key) const {
 
 DiskTier::ChainStep DiskTier::read_block(const BlockKey& key, const BlockKey& parent,
                                          const NamespaceDigest& ns,
-                                         std::span<const TokenId> block_tokens,
-                                         std::vector<BlockRecord>& chain) {
+                                         std::span<const TokenId> block_tokens, uint8_t* kv) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!index_.contains(key)) {
@@ -410,19 +412,16 @@ DiskTier::ChainStep DiskTier::read_block(const BlockKey& key, const BlockKey& pa
       // written), so a block evicted a moment ago is not recomputed for want of an fsync.
       const BlockRecord* pending = pending_locked(key);
       if (pending == nullptr) return ChainStep::MISSING;
-      chain.push_back(*pending);
+      std::memcpy(kv, pending->kv.data(), geometry_.kv_bytes);
       ++stats_.n_blocks_read_pending;
       return ChainStep::READ;
     }
   }
-  Result<BlockRecord> record = read_record(key);
+  Result<BlockRecord> record = read_record_into(key, kv);
   const bool valid = record.ok() && record->parent == parent && record->ns == ns &&
                      std::equal(record->tokens.begin(), record->tokens.end(), block_tokens.begin(),
                                 block_tokens.end());
-  if (valid) {
-    chain.push_back(std::move(record).value());
-    return ChainStep::READ;
-  }
+  if (valid) return ChainStep::READ;
   if (!record.ok() && record.error().message == "missing") return ChainStep::MISSING;
   log("cache dir " + config_.dir + ": dropped block " + block_key_hex(key).substr(0, 16) + ": " +
       (record.ok() ? std::string("its contents do not match its key") : record.error().message));
@@ -437,13 +436,12 @@ DiskTier::ChainStep DiskTier::read_block(const BlockKey& key, const BlockKey& pa
   return ChainStep::DROPPED;
 }
 
-std::vector<BlockRecord> DiskTier::read_chain(const NamespaceDigest& ns,
-                                              std::span<const TokenId> tokens, int32_t first_block,
-                                              int32_t max_tokens) {
-  const auto start = std::chrono::steady_clock::now();
+int32_t DiskTier::walk_chain(const NamespaceDigest& ns, std::span<const TokenId> tokens,
+                             int32_t first_block, int32_t max_tokens,
+                             const ChainVisit& visit) const {
   const int32_t B = geometry_.block_size;
   const int32_t n_tokens = std::min<int32_t>(max_tokens, static_cast<int32_t>(tokens.size()));
-  std::vector<BlockRecord> chain;
+  int32_t n_read = 0;
   BlockKey parent = kRootBlockKey;
   ChainStep step = ChainStep::READ;
   int32_t j = 0;
@@ -452,8 +450,9 @@ std::vector<BlockRecord> DiskTier::read_chain(const NamespaceDigest& ns,
         tokens.subspan(static_cast<size_t>(j) * static_cast<size_t>(B), static_cast<size_t>(B));
     const BlockKey key = chain_block_key(parent, ns, block_tokens);
     if (j >= first_block) {  // the blocks before are held elsewhere: only their keys are needed
-      step = read_block(key, parent, ns, block_tokens, chain);
+      step = visit(key, parent, block_tokens);
       if (step != ChainStep::READ) break;
+      ++n_read;
     }
     parent = key;
   }
@@ -464,15 +463,73 @@ std::vector<BlockRecord> DiskTier::read_chain(const NamespaceDigest& ns,
     const int32_t k = longest_partial(parent, ns, rest);
     if (k > 0) {
       const std::span<const TokenId> partial = rest.first(static_cast<size_t>(k));
-      read_block(chain_block_key(parent, ns, partial), parent, ns, partial, chain);
+      if (visit(chain_block_key(parent, ns, partial), parent, partial) == ChainStep::READ) ++n_read;
     }
   }
+  return n_read;
+}
+
+int32_t DiskTier::chain_length(const NamespaceDigest& ns, std::span<const TokenId> tokens,
+                               int32_t first_block, int32_t max_tokens) const {
+  return walk_chain(ns, tokens, first_block, max_tokens,
+                    [&](const BlockKey& key, const BlockKey&, std::span<const TokenId>) {
+                      return contains(key) ? ChainStep::READ : ChainStep::MISSING;
+                    });
+}
+
+std::vector<int32_t> DiskTier::read_chain_into(const NamespaceDigest& ns,
+                                               std::span<const TokenId> tokens, int32_t first_block,
+                                               int32_t max_tokens, std::span<uint8_t* const> kv) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<int32_t> n_tokens;
+  std::vector<BlockKey> keys;
+  walk_chain(ns, tokens, first_block, max_tokens,
+             [&](const BlockKey& key, const BlockKey& parent, std::span<const TokenId> block) {
+               if (n_tokens.size() == kv.size()) return ChainStep::MISSING;  // no room for more
+               const ChainStep step = read_block(key, parent, ns, block, kv[n_tokens.size()]);
+               if (step == ChainStep::READ) {
+                 n_tokens.push_back(static_cast<int32_t>(block.size()));
+                 keys.push_back(key);
+               }
+               return step;
+             });
   // Deepest first: the parents end up more recent than their children (see the LRU above).
-  for (auto it = chain.rbegin(); it != chain.rend(); ++it) touch(it->key);
+  for (auto it = keys.rbegin(); it != keys.rend(); ++it) touch(*it);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.read_ms += ms;
+  return n_tokens;
+}
+
+std::vector<BlockRecord> DiskTier::read_chain(const NamespaceDigest& ns,
+                                              std::span<const TokenId> tokens, int32_t first_block,
+                                              int32_t max_tokens) {
+  std::vector<BlockRecord> chain(
+      static_cast<size_t>(chain_length(ns, tokens, first_block, max_tokens)));
+  std::vector<uint8_t*> kv;
+  for (BlockRecord& r : chain) {
+    r.kv.resize(geometry_.kv_bytes);
+    kv.push_back(r.kv.data());
+  }
+  const std::vector<int32_t> n_tokens = read_chain_into(ns, tokens, first_block, max_tokens, kv);
+  chain.resize(n_tokens.size());
+  // The fields other than the K/V follow from the tokens, as the reads verified.
+  const int32_t B = geometry_.block_size;
+  BlockKey parent = kRootBlockKey;
+  for (int32_t j = 0; j < first_block; ++j)
+    parent = chain_block_key(parent, ns,
+                             tokens.subspan(static_cast<size_t>(j * B), static_cast<size_t>(B)));
+  for (size_t i = 0; i < chain.size(); ++i) {
+    const auto from =
+        tokens.begin() +
+        (static_cast<std::ptrdiff_t>(first_block) + static_cast<std::ptrdiff_t>(i)) * B;
+    chain[i].tokens.assign(from, from + n_tokens[i]);
+    chain[i].ns = ns;
+    chain[i].parent = parent;
+    chain[i].key = chain_block_key(parent, ns, chain[i].tokens);
+    parent = chain[i].key;
+  }
   return chain;
 }
 

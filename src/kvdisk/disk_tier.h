@@ -119,6 +119,16 @@ class DiskTier {
   // first_block, first_block + 1, ...
   std::vector<BlockRecord> read_chain(const NamespaceDigest& ns, std::span<const TokenId> tokens,
                                       int32_t first_block, int32_t max_tokens);
+  // How many blocks read_chain would return if every indexed or queued block read back whole
+  // (no I/O: the index alone).
+  int32_t chain_length(const NamespaceDigest& ns, std::span<const TokenId> tokens,
+                       int32_t first_block, int32_t max_tokens) const;
+  // read_chain with the K/V of the i-th block read written to kv[i] (geometry().kv_bytes bytes;
+  // KV pool blocks, so that nothing is copied twice): reads at most kv.size() blocks and returns
+  // how many tokens each holds. A destination after the last block read holds garbage.
+  std::vector<int32_t> read_chain_into(const NamespaceDigest& ns, std::span<const TokenId> tokens,
+                                       int32_t first_block, int32_t max_tokens,
+                                       std::span<uint8_t* const> kv);
 
   DiskTierStats stats() const;
   // Indexed keys, least recently used first (tests).
@@ -140,13 +150,22 @@ class DiskTier {
   void unlink_child_locked(const BlockKey& parent, const BlockKey& child);
   void touch(const BlockKey& key);
   std::string block_path(const BlockKey& key) const;
-  Result<BlockRecord> read_record(const BlockKey& key);
+  // Reads the record of `key`, its K/V into kv (kv_bytes), and verifies it; "missing" when the
+  // file is gone. Returns its other fields.
+  Result<BlockRecord> read_record_into(const BlockKey& key, uint8_t* kv);
   // The record queued (or being written) under `key`, or null. Caller holds mutex_.
   const BlockRecord* pending_locked(const BlockKey& key) const;
-  // One block of read_chain: appended to `chain` when read and verified.
+  // One block of a chain: read (its K/V into kv) and verified.
   enum class ChainStep { READ, MISSING, DROPPED };
   ChainStep read_block(const BlockKey& key, const BlockKey& parent, const NamespaceDigest& ns,
-                       std::span<const TokenId> block_tokens, std::vector<BlockRecord>& chain);
+                       std::span<const TokenId> block_tokens, uint8_t* kv);
+  // Walks the chain of `tokens` from first_block as read_chain does, calling visit(key, parent,
+  // block tokens) for each block it would read, until a visit says other than READ. Returns the
+  // number of blocks visited with READ.
+  using ChainVisit = std::function<ChainStep(const BlockKey& key, const BlockKey& parent,
+                                             std::span<const TokenId> block_tokens)>;
+  int32_t walk_chain(const NamespaceDigest& ns, std::span<const TokenId> tokens,
+                     int32_t first_block, int32_t max_tokens, const ChainVisit& visit) const;
 
   struct Entry {
     std::list<BlockKey>::iterator lru;

@@ -152,25 +152,30 @@ void PrefixCache::insert(const SequenceKv& seq, std::span<const TokenId> tokens,
                std::span<const BlockId>(seq.block_table_).first(n_blocks));
 }
 
-int32_t PrefixCache::install(std::string_view ns, std::span<const TokenId> tokens,
-                             std::span<const BlockId> shared,
-                             const std::function<void(int32_t i, BlockId block)>& fill) {
-  const int32_t B = block_size();
-  const auto n_blocks = static_cast<int32_t>((tokens.size() + static_cast<size_t>(B) - 1) / B);
-  const int32_t n_new = n_blocks - static_cast<int32_t>(shared.size());
-  if (!config_.enabled || n_new <= 0) return 0;
+bool PrefixCache::hold_for_restore(std::span<const BlockId> shared, int32_t n_fresh,
+                                   std::vector<BlockId>& table) {
+  table.clear();
+  if (!config_.enabled || n_fresh <= 0) return false;
   // A request reference on each shared block keeps its node from being evicted below.
-  std::vector<BlockId> table(shared.begin(), shared.end());
+  table.assign(shared.begin(), shared.end());
   for (BlockId b : table) pool_.retain(b);
-  if (!make_free(n_new).ok()) {
-    pool_.release_all(table);
-    return 0;
+  if (!make_free(n_fresh).ok()) {
+    release_restore(table);
+    return false;
   }
-  pool_.alloc(n_new, table);
-  for (int32_t i = 0; i < n_new; ++i) fill(i, table[shared.size() + static_cast<size_t>(i)]);
+  pool_.alloc(n_fresh, table);
+  return true;
+}
+
+int32_t PrefixCache::install_restored(std::string_view ns, std::span<const TokenId> tokens,
+                                      std::span<const BlockId> table, int32_t n_shared) {
   const InsertResult inserted = tree_.insert(ns, tokens, table);
-  pool_.release_all(table);  // the tree keeps its own references; duplicates go back
-  return std::min(inserted.n_taken, n_new);
+  return std::min(inserted.n_taken, static_cast<int32_t>(table.size()) - n_shared);
+}
+
+void PrefixCache::release_restore(std::vector<BlockId>& table) {
+  pool_.release_all(table);  // the tree keeps its own references; the rest go back
+  table.clear();
 }
 
 void PrefixCache::release(SequenceKv& seq) {

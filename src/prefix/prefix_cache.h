@@ -142,16 +142,24 @@ class PrefixCache {
   // tier). Must not call back into the cache.
   void set_spill_observer(EvictObserver observer) { spill_ = std::move(observer); }
 
-  // Caches KV restored from elsewhere (a disk tier): `tokens` fill ceil(size / B) blocks, the
-  // last one partial when size % B != 0; the first shared.size() blocks are cached blocks of the
-  // same prefix (from match() with nothing evicted since), the rest are allocated here and filled
-  // by fill(i, block) for i = 0, 1, ... Returns how many of the filled blocks the tree took (it
-  // skips positions it already has, and in BLOCK match mode a partial block).
-  // Takes nothing, and returns 0, when disabled or when the pool cannot supply the blocks even
-  // after evicting. The shared blocks are held while room is made, so they are not evicted.
-  int32_t install(std::string_view ns, std::span<const TokenId> tokens,
-                  std::span<const BlockId> shared,
-                  const std::function<void(int32_t i, BlockId block)>& fill);
+  // KV restored from elsewhere (a disk tier) is cached in three steps: hold_for_restore, then
+  // writing the K/V into the fresh blocks (on any thread: nothing else touches them), then
+  // install_restored and release_restore.
+  //
+  // Holds a reference on each of `shared` (the cached blocks of the prefix before the restored
+  // part, from match()), so that they stay cached, and allocates n_fresh blocks after them,
+  // evicting as needed: `table` becomes shared + fresh. False, with nothing held and `table`
+  // empty, when disabled or when the pool cannot supply the blocks even after evicting.
+  bool hold_for_restore(std::span<const BlockId> shared, int32_t n_fresh,
+                        std::vector<BlockId>& table);
+  // Caches `tokens` of namespace `ns` over `table` (ceil(size / B) blocks from hold_for_restore,
+  // the last one partial when size % B != 0; the first n_shared are the shared ones). Returns
+  // how many of the fresh blocks the tree took (it skips positions it already has, and in BLOCK
+  // match mode a partial block). The caller's references stay: release_restore drops them.
+  int32_t install_restored(std::string_view ns, std::span<const TokenId> tokens,
+                           std::span<const BlockId> table, int32_t n_shared);
+  // Drops the references hold_for_restore took (blocks the tree did not take become free).
+  void release_restore(std::vector<BlockId>& table);
 
   const BlockPool& pool() const { return pool_; }
   const RadixTree& tree() const { return tree_; }

@@ -84,6 +84,11 @@ void write_disk_tier(MetricsWriter& w, const EngineStats& e) {
             f(e.n_disk_hit_tokens));
   w.counter("disk_cache_load_seconds_total", "Time spent reading and verifying loaded blocks.",
             e.disk_load_ms / 1000.0);
+  w.counter("disk_cache_loads_total", "Requests that read blocks from the disk tier.",
+            f(e.n_disk_loads));
+  w.counter("disk_cache_loads_staged_total",
+            "Loads read into memory of their own, then copied into the pool (no blocks to spare).",
+            f(e.n_disk_loads_staged));
   w.gauge("disk_cache_blocks", "KV blocks held by the disk tier.", f(d.n_blocks));
   w.gauge("disk_cache_bytes", "Bytes held by the disk tier.", f(d.n_bytes));
   w.gauge("disk_cache_budget_bytes", "The disk tier's budget (--cache-disk).", f(d.budget_bytes));

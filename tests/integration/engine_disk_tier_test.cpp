@@ -155,6 +155,7 @@ TEST(EngineDiskTierTest, OutputsEqualNoCacheAfterEvictionsToDiskLoadsAndRestarts
     EXPECT_GT(engine->stats().disk.n_blocks, 0);
     EXPECT_GT(run_and_check(*engine, ps, "after a flush to disk"), 0);
     EXPECT_GT(engine->stats().disk.n_blocks_read, 0);
+    EXPECT_GT(engine->stats().n_disk_loads_staged, 0) << "the pool has no blocks to spare";
     expect_no_leak(*engine);
   }
   for (int restart = 1; restart <= 2; ++restart) {
@@ -243,6 +244,9 @@ TEST(EngineDiskTierTest, ASystemPromptSharedByTwoQuestionsComesBackWhole) {
   const RequestOutput warm = *engine->run(ask(1200));
   EXPECT_EQ(warm.stats.n_disk_cached_tokens, 50);
   EXPECT_EQ(warm.stats.n_cached_tokens, 50);
+  // The pool had blocks to spare: the load went straight into it.
+  EXPECT_EQ(engine->stats().n_disk_loads, 1);
+  EXPECT_EQ(engine->stats().n_disk_loads_staged, 0);
   // The same outputs as with no cache at all.
   EngineConfig no_cache = config;
   no_cache.cache_dir.clear();

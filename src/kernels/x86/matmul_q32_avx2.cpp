@@ -211,8 +211,13 @@ inline float quantize_block(const float* x, int n, int8_t* qs, int32_t* sums8) {
       // cvtps2dq rounds to nearest even (the default MXCSR mode).
       q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8 * k), vid));
       q[k] = _mm256_min_epi32(_mm256_max_epi32(q[k], lo), hi);
-      sums8[(i / 8) + k] = hsum_epi32(q[k]);
     }
+    // The four group sums in one reduction tree: after the hadds, 128-bit lane L holds the sums
+    // of lane L of q[0..3]; adding the two lanes gives the sums of the groups (exact integers).
+    const __m256i h =
+        _mm256_hadd_epi32(_mm256_hadd_epi32(q[0], q[1]), _mm256_hadd_epi32(q[2], q[3]));
+    const __m128i sums = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(sums8 + i / 8), sums);
     // int32 -> int16 -> int8 packs interleave the 128-bit lanes; the permute restores the order.
     const __m256i p16a = _mm256_packs_epi32(q[0], q[1]);
     const __m256i p16b = _mm256_packs_epi32(q[2], q[3]);

@@ -125,17 +125,29 @@ TEST(BlockRecordTest, RoundTripsAndRejectsEveryFlippedByteOfASample) {
   EXPECT_EQ(back->key, r.key);
   EXPECT_EQ(back->tokens, r.tokens);
   EXPECT_EQ(back->kv, r.kv);
-  Result<BlockRecord> moved = decode_block_record(std::vector<uint8_t>(bytes), g);
-  ASSERT_TRUE(moved.ok()) << moved.error().message;
-  EXPECT_EQ(moved->tokens, r.tokens);
-  EXPECT_EQ(moved->kv, r.kv);  // the K/V bytes cut out of the record in place
+  // Read in parts (the K/V straight into its destination): the same checks.
+  const std::span<const uint8_t> all(bytes);
+  const auto parts = [&](std::span<const uint8_t> whole) {
+    return decode_record_parts(whole.first(g.kv_offset()), whole.subspan(g.kv_offset(), kKvBytes),
+                               whole.last(RecordGeometry::kChecksumBytes), g);
+  };
+  Result<BlockRecord> in_parts = parts(all);
+  ASSERT_TRUE(in_parts.ok()) << in_parts.error().message;
+  EXPECT_EQ(in_parts->tokens, r.tokens);
+  EXPECT_TRUE(in_parts->kv.empty());
   std::vector<uint8_t> torn = bytes;
   torn[torn.size() / 2] ^= 1;
-  EXPECT_FALSE(decode_block_record(std::move(torn), g).ok());
+  EXPECT_FALSE(decode_block_record(torn, g).ok());
+  EXPECT_FALSE(parts(torn).ok());
+  EXPECT_FALSE(decode_record_parts(all.first(g.kv_offset() - 1),
+                                   all.subspan(g.kv_offset(), kKvBytes),
+                                   all.last(RecordGeometry::kChecksumBytes), g)
+                   .ok());
   for (size_t i = 0; i < bytes.size(); i += 13) {
     std::vector<uint8_t> bad = bytes;
     bad[i] ^= 0x40;
     EXPECT_FALSE(decode_block_record(bad, g).ok()) << "flipped byte " << i;
+    EXPECT_FALSE(parts(bad).ok()) << "flipped byte " << i;
   }
   EXPECT_FALSE(decode_block_record(std::span(bytes).first(bytes.size() - 1), g).ok());
   RecordGeometry other = g;
@@ -258,6 +270,18 @@ TEST(DiskTierTest, APartialLastBlockGoesOnFromTheWholeOnes) {
   chain = tier->read_chain(ns, longer, 2, 1 << 20);
   ASSERT_EQ(chain.size(), 1u);
   EXPECT_EQ(chain[0].tokens.size(), 3u);
+  // Planned from the index alone, then read into destinations of the caller's: as many blocks
+  // as it gives room for, each with its token count.
+  EXPECT_EQ(tier->chain_length(ns, longer, 0, 1 << 20), 3);
+  EXPECT_EQ(tier->chain_length(ns, longer, 1, 1 << 20), 2);
+  EXPECT_EQ(tier->chain_length(ns, diverging, 0, 1 << 20), 2);
+  std::vector<uint8_t> first(kKvBytes), second(kKvBytes);
+  uint8_t* const into[] = {first.data(), second.data()};
+  EXPECT_EQ(tier->read_chain_into(ns, longer, 1, 1 << 20, into), (std::vector<int32_t>{kBlock, 3}));
+  EXPECT_EQ(second, kv_of(chain_block_key(parent, ns, std::span(tokens).subspan(2 * kBlock))));
+  EXPECT_EQ(tier->read_chain_into(ns, longer, 0, 1 << 20, std::span(into).first(1)),
+            (std::vector<int32_t>{kBlock}));
+  EXPECT_EQ(first, kv_of(chain_block_keys(ns, tokens, kBlock, 1)[0]));
   // Dropping its parent (over the budget, oldest first) takes the partial block with it.
   tier.reset();
   tier = open_tier(config(dir, 2));

@@ -263,5 +263,57 @@ TEST(PrefixCacheTest, EveryBlockIsFreeAfterRequestsEndAndAFlush) {
   f.expect_ok();
 }
 
+TEST(PrefixCacheTest, RestoredBlocksAreHeldWhileWrittenThenCachedUnderTheSharedPrefix) {
+  Fixture f;
+  f.run("", range(1, 8));  // blocks 0 and 1 cached: tokens 1..8
+  const Tokens t = range(1, 18);
+  const PrefixMatch m = f.cache.match("", t);
+  ASSERT_EQ(m.n_full_blocks, 2);
+  // Restoring tokens 9..18 (two whole blocks and a partial one) under the two cached blocks.
+  Blocks table;
+  ASSERT_TRUE(f.cache.hold_for_restore(std::span(m.blocks).first(2), 3, table));
+  ASSERT_EQ(table.size(), 5u);
+  EXPECT_EQ(table[0], m.blocks[0]);
+  EXPECT_EQ(table[1], m.blocks[1]);
+  // Held: the fresh blocks are the caller's, and the shared ones cannot be evicted meanwhile.
+  EXPECT_EQ(f.pool.n_in_use(), 5);
+  EXPECT_EQ(f.cache.flush(), 0);
+  EXPECT_EQ(f.pool.n_in_use(), 5);
+  // "Written" by someone else, as a disk tier's loader would.
+  for (size_t p = 8; p < t.size(); ++p) {
+    const auto k = static_cast<float>(t[p]);
+    std::memcpy(f.kv.keys(table[p / B], 0, 0) + sizeof(float) * (p % B), &k, sizeof(float));
+  }
+  EXPECT_EQ(f.cache.install_restored("", t, table, 2), 3);
+  f.cache.release_restore(table);
+  EXPECT_TRUE(table.empty());
+  EXPECT_EQ(f.pool.n_in_use(), 0);
+  EXPECT_EQ(f.pool.n_cached_only(), 5);
+  // A request finds all of it (but its last token) and reads the restored KV.
+  const Tokens longer = range(1, 19);
+  const PrefixMatch again = f.cache.match("", longer);
+  EXPECT_EQ(again.n_tokens, 18);
+  Result<SequenceKv> seq = f.cache.admit("", again, 19);
+  ASSERT_TRUE(seq.ok());
+  EXPECT_EQ(f.key_at(*seq, 12), 13.0f);
+  EXPECT_EQ(f.key_at(*seq, 17), 18.0f);
+  seq->reset();
+  f.expect_ok();
+}
+
+TEST(PrefixCacheTest, ARestoreThePoolCannotHoldTakesNothing) {
+  Fixture f;
+  const SequenceKv running = f.run("", range(1, 36));  // 9 of the 11 blocks, still held
+  Blocks table{7};
+  EXPECT_FALSE(f.cache.hold_for_restore({}, 3, table));
+  EXPECT_TRUE(table.empty());
+  EXPECT_EQ(f.pool.n_in_use(), 9);
+  EXPECT_TRUE(f.cache.hold_for_restore({}, 2, table));
+  EXPECT_EQ(table.size(), 2u);
+  f.cache.release_restore(table);
+  EXPECT_EQ(f.pool.n_in_use(), 9);
+  f.expect_ok();
+}
+
 }  // namespace
 }  // namespace trellis
