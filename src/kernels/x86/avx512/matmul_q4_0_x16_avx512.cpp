@@ -31,6 +31,18 @@ inline __m512 load_packed_scales(const uint8_t* block) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block)));
 }
 
+// The weights stream from memory once per call; with several tokens per block the work between
+// two blocks' loads is long enough that the hardware prefetcher falls behind and every new line
+// stalls. Asking for the block kPrefetchBlocks ahead (its 4.5 cache lines) keeps the stream in
+// flight (8 tokens decoding together: about twice as fast; prefill, 32-token tiles: no change). The
+// last blocks of a group prefetch into the next group, which comes next anyway.
+constexpr size_t kPrefetchBlocks = 8;
+inline void prefetch_ahead(const uint8_t* block) {
+  const uint8_t* ahead = block + kPrefetchBlocks * kQ4_0X16BlockBytes;
+  for (size_t line = 0; line < kQ4_0X16BlockBytes; line += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
+}
+
 // The blocks of one packed 16-row group, for tile<> (q32_tile.h).
 struct PackedBlocks {
   void load(int64_t b, TileBlock& tb) const {
@@ -61,7 +73,8 @@ constexpr int kMaxNibbleTokens = 31;
 void neg8_code_sums(const uint8_t* x, int64_t n_blocks, int32_t* out) {
   const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
   for (int64_t b = 0; b < n_blocks; ++b) {
-    const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + b * kActBytes + 8));
+    const __m256i codes =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + b * kActBytes + 8));
     const __m256i sad = _mm256_sad_epu8(_mm256_xor_si256(codes, flip), _mm256_setzero_si256());
     __m128i s2 = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
     s2 = _mm_add_epi64(s2, _mm_unpackhi_epi64(s2, s2));
@@ -80,6 +93,7 @@ void nibble_tile(const MatmulArgs& a, const uint8_t* group, const int32_t (*sums
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < a.n_in / 32; ++b) {
     const uint8_t* block = group + static_cast<size_t>(b) * kQ4_0X16BlockBytes;
+    prefetch_ahead(block);
     // t[k] low nibbles: codes 4k .. 4k+3; high nibbles: codes 16 + 4k .. 16 + 4k + 3.
     __m512i lo[4], hi[4];
     for (int k = 0; k < 4; ++k) {
@@ -94,8 +108,7 @@ void nibble_tile(const MatmulArgs& a, const uint8_t* group, const int32_t (*sums
       __m512i p_even = _mm512_set1_epi32(sums[t][b]), p_odd = _mm512_setzero_si512();
       for (int k = 0; k < 4; ++k) {
         p_even = _mm512_dpbusd_epi32(p_even, lo[k], _mm512_set1_epi32(load_i32(xb + 8 + 4 * k)));
-        p_odd =
-            _mm512_dpbusd_epi32(p_odd, hi[k], _mm512_set1_epi32(load_i32(xb + 8 + 16 + 4 * k)));
+        p_odd = _mm512_dpbusd_epi32(p_odd, hi[k], _mm512_set1_epi32(load_i32(xb + 8 + 16 + 4 * k)));
       }
       const __m512i p = _mm512_add_epi32(p_even, p_odd);
       const __m512 s = _mm512_mul_ps(d, _mm512_set1_ps(load_f32(xb)));
@@ -135,10 +148,13 @@ void matmul_q4_0_x16(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
       continue;
     }
     for (; t < first_nibble; t += 32) tile<PackedBlocks, 32>(a, src, o, last_row, t);
-    const int32_t (*s)[kMaxSumBlocks] = sums;
-    for (; t + 8 <= a.n_tokens; t += 8) nibble_tile<8>(a, src.group, s + (t - first_nibble), o, last_row, t);
-    for (; t + 4 <= a.n_tokens; t += 4) nibble_tile<4>(a, src.group, s + (t - first_nibble), o, last_row, t);
-    for (; t < a.n_tokens; ++t) nibble_tile<1>(a, src.group, s + (t - first_nibble), o, last_row, t);
+    const int32_t(*s)[kMaxSumBlocks] = sums;
+    for (; t + 8 <= a.n_tokens; t += 8)
+      nibble_tile<8>(a, src.group, s + (t - first_nibble), o, last_row, t);
+    for (; t + 4 <= a.n_tokens; t += 4)
+      nibble_tile<4>(a, src.group, s + (t - first_nibble), o, last_row, t);
+    for (; t < a.n_tokens; ++t)
+      nibble_tile<1>(a, src.group, s + (t - first_nibble), o, last_row, t);
   }
 }
 
