@@ -188,6 +188,7 @@ int32_t DiskPrefixTier::install(PrefixCache& cache, KvStorage& kv, std::string_v
         !cache.hold_for_restore(
             std::span<const BlockId>(match.blocks).first(static_cast<size_t>(first)), n_read,
             load.table)) {
+      release(cache, load);  // the staged bytes go now, not when the request ends
       return 0;
     }
     const size_t bytes = kv.layout().bytes_per_block();
