@@ -37,9 +37,11 @@ inline __m512 load_packed_scales(const uint8_t* block) {
 // flight (8 tokens decoding together: about twice as fast; prefill, 32-token tiles: no change). The
 // last blocks of a group prefetch into the next group, which comes next anyway.
 constexpr size_t kPrefetchBlocks = 8;
+// The address is computed as an integer: past the last group it lies beyond the weights, where a
+// pointer may not point, but a prefetch of any address is only a hint and never faults.
 inline void prefetch_ahead(const uint8_t* block) {
-  const uint8_t* ahead = block + kPrefetchBlocks * kQ4_0X16BlockBytes;
-  for (size_t line = 0; line < kQ4_0X16BlockBytes; line += 64)
+  const uintptr_t ahead = reinterpret_cast<uintptr_t>(block) + kPrefetchBlocks * kQ4_0X16BlockBytes;
+  for (uintptr_t line = 0; line < kQ4_0X16BlockBytes; line += 64)
     _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
 }
 
