@@ -477,60 +477,57 @@ int32_t DiskTier::chain_length(const NamespaceDigest& ns, std::span<const TokenI
                     });
 }
 
-std::vector<int32_t> DiskTier::read_chain_into(const NamespaceDigest& ns,
-                                               std::span<const TokenId> tokens, int32_t first_block,
-                                               int32_t max_tokens, std::span<uint8_t* const> kv) {
+std::vector<DiskTier::ChainBlock> DiskTier::read_chain_blocks(const NamespaceDigest& ns,
+                                                              std::span<const TokenId> tokens,
+                                                              int32_t first_block,
+                                                              int32_t max_tokens,
+                                                              std::span<uint8_t* const> kv) {
   const auto start = std::chrono::steady_clock::now();
-  std::vector<int32_t> n_tokens;
-  std::vector<BlockKey> keys;
+  std::vector<ChainBlock> chain;
   walk_chain(ns, tokens, first_block, max_tokens,
              [&](const BlockKey& key, const BlockKey& parent, std::span<const TokenId> block) {
-               if (n_tokens.size() == kv.size()) return ChainStep::MISSING;  // no room for more
-               const ChainStep step = read_block(key, parent, ns, block, kv[n_tokens.size()]);
-               if (step == ChainStep::READ) {
-                 n_tokens.push_back(static_cast<int32_t>(block.size()));
-                 keys.push_back(key);
-               }
+               if (chain.size() == kv.size()) return ChainStep::MISSING;  // no room for more
+               const ChainStep step = read_block(key, parent, ns, block, kv[chain.size()]);
+               if (step == ChainStep::READ) chain.push_back({key, parent, block});
                return step;
              });
   // Deepest first: the parents end up more recent than their children (see the LRU above).
-  for (auto it = keys.rbegin(); it != keys.rend(); ++it) touch(*it);
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) touch(it->key);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.read_ms += ms;
+  return chain;
+}
+
+std::vector<int32_t> DiskTier::read_chain_into(const NamespaceDigest& ns,
+                                               std::span<const TokenId> tokens, int32_t first_block,
+                                               int32_t max_tokens, std::span<uint8_t* const> kv) {
+  std::vector<int32_t> n_tokens;
+  for (const ChainBlock& b : read_chain_blocks(ns, tokens, first_block, max_tokens, kv))
+    n_tokens.push_back(static_cast<int32_t>(b.tokens.size()));
   return n_tokens;
 }
 
 std::vector<BlockRecord> DiskTier::read_chain(const NamespaceDigest& ns,
                                               std::span<const TokenId> tokens, int32_t first_block,
                                               int32_t max_tokens) {
-  std::vector<BlockRecord> chain(
+  std::vector<BlockRecord> records(
       static_cast<size_t>(chain_length(ns, tokens, first_block, max_tokens)));
   std::vector<uint8_t*> kv;
-  for (BlockRecord& r : chain) {
+  for (BlockRecord& r : records) {
     r.kv.resize(geometry_.kv_bytes);
     kv.push_back(r.kv.data());
   }
-  const std::vector<int32_t> n_tokens = read_chain_into(ns, tokens, first_block, max_tokens, kv);
-  chain.resize(n_tokens.size());
-  // The fields other than the K/V follow from the tokens, as the reads verified.
-  const int32_t B = geometry_.block_size;
-  BlockKey parent = kRootBlockKey;
-  for (int32_t j = 0; j < first_block; ++j)
-    parent = chain_block_key(parent, ns,
-                             tokens.subspan(static_cast<size_t>(j * B), static_cast<size_t>(B)));
+  const std::vector<ChainBlock> chain = read_chain_blocks(ns, tokens, first_block, max_tokens, kv);
+  records.resize(chain.size());
   for (size_t i = 0; i < chain.size(); ++i) {
-    const auto from =
-        tokens.begin() +
-        (static_cast<std::ptrdiff_t>(first_block) + static_cast<std::ptrdiff_t>(i)) * B;
-    chain[i].tokens.assign(from, from + n_tokens[i]);
-    chain[i].ns = ns;
-    chain[i].parent = parent;
-    chain[i].key = chain_block_key(parent, ns, chain[i].tokens);
-    parent = chain[i].key;
+    records[i].key = chain[i].key;
+    records[i].parent = chain[i].parent;
+    records[i].ns = ns;
+    records[i].tokens.assign(chain[i].tokens.begin(), chain[i].tokens.end());
   }
-  return chain;
+  return records;
 }
 
 DiskTierStats DiskTier::stats() const {

@@ -162,6 +162,16 @@ class DiskTier {
   // Walks the chain of `tokens` from first_block as read_chain does, calling visit(key, parent,
   // block tokens) for each block it would read, until a visit says other than READ. Returns the
   // number of blocks visited with READ.
+  // A block read_chain_blocks read: its key, its parent's, and its tokens (within `tokens`).
+  struct ChainBlock {
+    BlockKey key{};
+    BlockKey parent{};
+    std::span<const TokenId> tokens;
+  };
+  // read_chain_into's work, with what each block read is.
+  std::vector<ChainBlock> read_chain_blocks(const NamespaceDigest& ns,
+                                            std::span<const TokenId> tokens, int32_t first_block,
+                                            int32_t max_tokens, std::span<uint8_t* const> kv);
   using ChainVisit = std::function<ChainStep(const BlockKey& key, const BlockKey& parent,
                                              std::span<const TokenId> block_tokens)>;
   int32_t walk_chain(const NamespaceDigest& ns, std::span<const TokenId> tokens,
