@@ -94,7 +94,8 @@ class StageWorker {
     Result<KvStorage> kv = KvStorage::create(model_->kv_layout(args[1], type), args[0]);
     if (!kv.ok()) return kv.error();
     engine_ = std::make_unique<StageEngine>(std::move(kv).value(), model_->hparams(), args[3]);
-    engine_->ws.attention_scratch.reserve(pool_.size(), args[4]);
+    engine_->ws.attention_scratch.reserve(pool_.size(), engine_->kv.layout(),
+                                          model_->hparams().n_head, args[4]);
     model_->set_context_length(args[4]);
     return {};
   }
@@ -159,8 +160,8 @@ int run_stage_worker(MpiTransport& transport, const std::string& model_path, int
   Status status = worker.load(model_path);
   if (status.ok()) status = worker.run();
   if (!status.ok()) {
-    std::fprintf(stderr, "error: pipeline stage on rank %d: %s; ending the job\n",
-                 transport.rank(), status.error().message.c_str());
+    std::fprintf(stderr, "error: pipeline stage on rank %d: %s; ending the job\n", transport.rank(),
+                 status.error().message.c_str());
     transport.abort(1);
   }
   // Whatever is still queued (the last report) goes out before MPI closes.

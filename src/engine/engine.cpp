@@ -154,7 +154,7 @@ Status Engine::init(const std::string& model_path, const EngineConfig& config) {
   threads_ = std::make_unique<ThreadPool>(
       config.n_threads > 0 ? config.n_threads : ThreadPool::default_thread_count());
   // The step loop's own buffers, sized for the largest step (see submit() for the requests').
-  workspace_->attention_scratch.reserve(threads_->size(), n_ctx_);
+  workspace_->attention_scratch.reserve(threads_->size(), kv_->layout(), hp.n_head, n_ctx_);
   batch_.reserve(sc.max_batch_tokens, sc.max_seqs);
   logits_.resize(static_cast<size_t>(sc.max_seqs) * static_cast<size_t>(n_vocab_));
   active_.reserve(static_cast<size_t>(sc.max_seqs));

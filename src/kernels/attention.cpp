@@ -25,11 +25,15 @@ inline float load(const uint8_t* run, int64_t i, KvType type) {
   return f16_to_f32(h);
 }
 
-inline void store(uint8_t* run, int64_t i, KvType type, float v) {
+// Stores n values at the start of a run, as f16 or f32. The type is tested once, outside the
+// loop, so that the conversion loop vectorizes (f32_to_f16 has no branches).
+void store_run(uint8_t* run, const float* x, int64_t n, KvType type) {
   if (type == KvType::F32) {
-    std::memcpy(run + i * 4, &v, 4);
-  } else {
-    uint16_t h = f32_to_f16(v);
+    std::memcpy(run, x, static_cast<size_t>(n) * 4);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t h = f32_to_f16(x[i]);
     std::memcpy(run + i * 2, &h, 2);
   }
 }
@@ -76,6 +80,10 @@ void attend_head_scalar(const KvStorage& kv, int64_t layer, int64_t kv_head,
   }
 }
 
+int64_t attend_group_scratch_floats(const KvLayout& layout, int64_t n_q, const AttentionRow& row) {
+  return n_q * (row.position + 1 - row.first_position) + layout.block_size * layout.head_dim;
+}
+
 }  // namespace kernels_detail
 
 float* AttentionScratch::scores(int thread, int64_t n) {
@@ -86,7 +94,12 @@ float* AttentionScratch::scores(int thread, int64_t n) {
   return buf.data();
 }
 
-void AttentionScratch::reserve(int n_threads, int64_t n) {
+void AttentionScratch::reserve(int n_threads, const KvLayout& layout, int64_t n_head,
+                               int64_t n_ctx) {
+  // The larger of what the per-head and the per-group kernels ask for (paged_attention).
+  const AttentionRow last{static_cast<int32_t>(n_ctx - 1), nullptr};
+  const int64_t n = std::max(
+      n_ctx, kernels_detail::attend_group_scratch_floats(layout, n_head / layout.n_kv_heads, last));
   for (int t = 0; t < n_threads; ++t) scores(t, n);
 }
 
@@ -100,10 +113,8 @@ void kv_write(KvStorage& kv, int64_t layer, const AttentionRow& row, const float
     uint8_t* k_run = kv.keys(block, layer, h) + static_cast<size_t>(slot * layout.head_dim) * elem;
     uint8_t* v_run =
         kv.values(block, layer, h) + static_cast<size_t>(slot * layout.head_dim) * elem;
-    for (int64_t d = 0; d < layout.head_dim; ++d) {
-      store(k_run, d, layout.type, k[h * layout.head_dim + d]);
-      store(v_run, d, layout.type, v[h * layout.head_dim + d]);
-    }
+    store_run(k_run, k + h * layout.head_dim, layout.head_dim, layout.type);
+    store_run(v_run, v + h * layout.head_dim, layout.head_dim, layout.type);
   }
 }
 
@@ -121,8 +132,6 @@ void paged_attention(KernelIsa isa, const KvStorage& kv, int64_t layer, const At
   const int64_t group = n_head / kv.layout().n_kv_heads;
   int32_t max_position = 0;
   for (int64_t r = 0; r < n_rows; ++r) max_position = std::max(max_position, rows[r].position);
-  // Reserve every thread's buffer before the parallel region (no allocation inside it).
-  for (int t = 0; t < pool.size(); ++t) scratch.scores(t, max_position + 1);
   // Small problems run on the calling thread: waking workers would cost more than the work.
   // Either way each (row, head) is computed the same way, so results are identical.
   const int64_t work = n_rows * n_head * (max_position + 1) * head_dim;
@@ -133,19 +142,35 @@ void paged_attention(KernelIsa isa, const KvStorage& kv, int64_t layer, const At
       head_dim <= table.attend_max_head_dim) {
     attend = table.attend_head;
   }
+  // A kernel for a GQA group takes one item per (row, kv head), and reads each run of keys or
+  // values once for all the group's heads; either way every head gets the same bits.
+  kernels_detail::AttendGroupKernel attend_group = nullptr;
+  if (attend == table.attend_head && group > 1) attend_group = table.attend_group;
+  const int64_t heads_per_item = attend_group != nullptr ? group : 1;
+  const int64_t scratch_floats = attend_group != nullptr
+                                     ? kernels_detail::attend_group_scratch_floats(
+                                           kv.layout(), group, AttentionRow{max_position, nullptr})
+                                     : max_position + 1;
+  // Reserve every thread's buffer before the parallel region (no allocation inside it).
+  for (int t = 0; t < pool.size(); ++t) scratch.scores(t, scratch_floats);
   auto task = [&](int thread, int64_t begin, int64_t end) {
-    float* scores = scratch.scores(thread, max_position + 1);
+    float* buffer = scratch.scores(thread, scratch_floats);
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t r = item / n_head;
-      const int64_t h = item % n_head;
+      const int64_t r = item / (n_head / heads_per_item);
+      const int64_t h = item % (n_head / heads_per_item) * heads_per_item;
       const int64_t offset = (r * n_head + h) * head_dim;
-      attend(kv, layer, h / group, rows[r], q + offset, out + offset, scores);
+      if (attend_group != nullptr) {
+        attend_group(kv, layer, h / group, rows[r], q + offset, group, out + offset, buffer);
+      } else {
+        attend(kv, layer, h / group, rows[r], q + offset, out + offset, buffer);
+      }
     }
   };
+  const int64_t n_items = n_rows * (n_head / heads_per_item);
   if (work < kMinParallelWork) {
-    task(0, 0, n_rows * n_head);
+    task(0, 0, n_items);
   } else {
-    pool.parallel_chunks(n_rows * n_head, 1, task);
+    pool.parallel_chunks(n_items, 1, task);
   }
 }
 

@@ -22,9 +22,9 @@ struct AttentionRow {
 class AttentionScratch {
  public:
   float* scores(int thread, int64_t n);  // grows only when n exceeds what that thread holds
-  // Sizes every thread's buffer for n scores up front (say a context's worth), so that attention
-  // over up to n positions never allocates.
-  void reserve(int n_threads, int64_t n);
+  // Sizes every thread's buffer up front for attention of n_head query heads over up to n_ctx
+  // positions of `layout`, so that paged_attention within those never allocates.
+  void reserve(int n_threads, const KvLayout& layout, int64_t n_head, int64_t n_ctx);
 
  private:
   std::vector<std::vector<float>> per_thread_;

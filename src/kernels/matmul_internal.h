@@ -68,6 +68,7 @@
 namespace trellis {
 struct AttentionRow;
 class KvStorage;
+struct KvLayout;
 }  // namespace trellis
 
 namespace trellis::kernels_detail {
@@ -116,6 +117,14 @@ using ActQuantizer = void (*)(const float* x, void* out, int64_t n_in);
 using AttendHeadKernel = void (*)(const KvStorage& kv, int64_t layer, int64_t kv_head,
                                   const AttentionRow& row, const float* q, float* out,
                                   float* scores);
+// Paged attention for the n_q consecutive query heads of one row that read kv head `kv_head`
+// (q and out: n_q x head_dim floats), each head with the bits of an AttendHeadKernel call of its
+// own; `scratch` holds attend_group_scratch_floats(kv.layout(), n_q, row) floats.
+using AttendGroupKernel = void (*)(const KvStorage& kv, int64_t layer, int64_t kv_head,
+                                   const AttentionRow& row, const float* q, int64_t n_q, float* out,
+                                   float* scratch);
+// The scores of n_q heads, and one block of keys or values widened to f32.
+int64_t attend_group_scratch_floats(const KvLayout& layout, int64_t n_q, const AttentionRow& row);
 
 // One ISA's kernels; a null entry falls back to the scalar one.
 struct KernelTable {
@@ -129,6 +138,8 @@ struct KernelTable {
   // Attention, for head sizes that are multiples of attend_head_dim_multiple and at most
   // attend_max_head_dim (other sizes, or a null entry, take the scalar kernel).
   AttendHeadKernel attend_head = nullptr;
+  // Optional: the heads of a GQA group at once (same bits as attend_head, same head sizes).
+  AttendGroupKernel attend_group = nullptr;
   int64_t attend_head_dim_multiple = 1;
   int64_t attend_max_head_dim = 0;
 };

@@ -1,15 +1,35 @@
 #include "kernels/ops.h"
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
+
+// The activation loops are compiled for AVX-512, AVX2 and the baseline, picked at load time: the
+// vector widths differ, the arithmetic does not (every operation is a correctly rounded IEEE one,
+// without fused multiply-adds), so all three give the same bits.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TRELLIS_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define TRELLIS_VECTOR_CLONES
+#endif
 
 namespace trellis {
 
-void rms_norm_row(const float* x, const float* weight, int64_t n, float eps, float* out) {
-  // Sum of squares in double, in index order: accurate and the same for every batch.
-  double sum_sq = 0.0;
-  for (int64_t i = 0; i < n; ++i) sum_sq += static_cast<double>(x[i]) * x[i];
+TRELLIS_VECTOR_CLONES void rms_norm_row(const float* x, const float* weight, int64_t n, float eps,
+                                        float* out) {
+  // Sum of squares in double (accurate), in eight interleaved partial sums (element i into sum
+  // i % 8, which the compiler keeps in vector lanes) added up in a fixed tree: the same order for
+  // every batch and every variant.
+  double partial[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) partial[j] += static_cast<double>(x[i + j]) * x[i + j];
+  }
+  for (int j = 0; i < n; ++i, ++j) partial[j] += static_cast<double>(x[i]) * x[i];
+  const double sum_sq = ((partial[0] + partial[4]) + (partial[2] + partial[6])) +
+                        ((partial[1] + partial[5]) + (partial[3] + partial[7]));
   const float scale = static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(n) + eps));
-  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
+  for (i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
 }
 
 void rope_row(float* x, int64_t n_heads, int64_t head_dim, int32_t position,
@@ -39,19 +59,56 @@ void rope_row(float* x, int64_t n_heads, int64_t head_dim, int32_t position,
   }
 }
 
-void silu_mul_row(float* gate, const float* up, int64_t n) {
+namespace {
+
+// 2^k for -126 <= k <= 127, from its bits.
+inline float power_of_two(int32_t k) {
+  return std::bit_cast<float>(static_cast<uint32_t>(k + 127) << 23);
+}
+
+// e^x for every f32 x (inf above ~88.72, 0 below ~-103), within 2 ulp of the true value where
+// the result is normal. Written with plain multiplies and adds (no libm call, no fused
+// multiply-add: the library builds with -ffp-contract=off) so that the compiler vectorizes the
+// loops that call it and every variant of this code rounds the same way: an element's result
+// does not depend on where the vectorized part of a loop ends.
+//   x = n ln2 + r, |r| <= ln2 / 2 (n rounded to nearest by the 1.5 * 2^23 trick; ln2 in two parts
+//   so that n ln2 is exact), e^r by the degree-6 minimax polynomial of Cephes' expf, then times
+//   2^n as two normal powers of two (n splits into halves), which overflows to inf and
+//   underflows to 0 where e^x does.
+inline float exp_poly(float x) {
+  x = x < -104.0f ? -104.0f : x;                 // e^-104 is 0 in f32, and keeps n in range
+  x = x > 89.0f ? 89.0f : x;                     // e^89 overflows f32
+  constexpr float kRoundingShift = 12582912.0f;  // 1.5 * 2^23
+  const float n = (x * 1.44269504088896341f + kRoundingShift) - kRoundingShift;
+  float r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + (r + 1.0f);
+  const auto n_int = static_cast<int32_t>(n);
+  const int32_t half = n_int / 2;
+  return p * power_of_two(half) * power_of_two(n_int - half);
+}
+
+}  // namespace
+
+TRELLIS_VECTOR_CLONES void silu_mul_row(float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
-    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+    gate[i] = g / (1.0f + exp_poly(-g)) * up[i];
   }
 }
 
-void gelu_tanh_mul_row(float* gate, const float* up, int64_t n) {
+TRELLIS_VECTOR_CLONES void gelu_tanh_mul_row(float* gate, const float* up, int64_t n) {
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
   for (int64_t i = 0; i < n; ++i) {
     const float z = gate[i];
     const float u = kSqrt2OverPi * (z + 0.044715f * z * z * z);
-    gate[i] = z / (1.0f + std::exp(-2.0f * u)) * up[i];
+    gate[i] = z / (1.0f + exp_poly(-2.0f * u)) * up[i];
   }
 }
 

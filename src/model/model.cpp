@@ -13,9 +13,13 @@
 namespace trellis {
 namespace {
 
-// Elements of the FFN activation per claim: thousands of cycles of exponentials, enough to repay
-// a claim, few enough that one token's n_ff still splits over the threads.
-constexpr int64_t kActivationGranule = 1024;
+// Elements of the FFN activation per claim: a couple of microseconds of vectorized exponentials,
+// enough to repay a claim; one token's n_ff splits over two threads at most.
+constexpr int64_t kActivationGranule = 4096;
+
+// Rows per claim of the row-wise steps (norms, RoPE, KV writes): a prefill's rows spread over the
+// threads instead of leaving them idle, while a decode step's few rows stay on the caller.
+constexpr int64_t kRowGranule = 16;
 
 Result<const GgufTensor*> find_tensor(const GgufFile& file, const std::string& name,
                                       std::vector<int64_t> shape) {
@@ -348,7 +352,7 @@ void Model::project_qkv(const LayerWeights& layer, int32_t n_rows, Workspace& ws
   }
 }
 
-void Model::rope(int64_t il, int32_t n_rows, Workspace& ws) const {
+void Model::rope(int64_t il, int64_t row_begin, int64_t row_end, Workspace& ws) const {
   // Local (sliding-window) layers have their own base and no scaling.
   const bool local = hp_.is_local_layer(il);
   const auto base = static_cast<float>(local ? hp_.rope_freq_base_swa : hp_.rope_freq_base);
@@ -361,23 +365,34 @@ void Model::rope(int64_t il, int32_t n_rows, Workspace& ws) const {
                           factors.empty() ? nullptr : factors.data(),
                           static_cast<float>(hp_.rope_attn_factor)};
   const int64_t head_dim = hp_.head_dim();
-  for (int32_t r = 0; r < n_rows; ++r) {
+  for (int64_t r = row_begin; r < row_end; ++r) {
     const int32_t position = ws.attention_rows[static_cast<size_t>(r)].position;
     rope_row(ws.q.data() + r * hp_.n_embd_q(), hp_.n_head, head_dim, position, params);
     rope_row(ws.k.data() + r * hp_.n_embd_kv(), hp_.n_head_kv, head_dim, position, params);
   }
 }
 
-void Model::add_residual(const std::vector<float>& post_norm, int32_t n_rows, Workspace& ws) const {
+void Model::add_residual(const std::vector<float>& post_norm, int32_t n_rows, Workspace& ws,
+                         ThreadPool& pool) const {
   const int64_t n_embd = hp_.n_embd;
-  if (!post_norm.empty()) {
-    const auto eps = static_cast<float>(hp_.rms_norm_eps);
-    for (int32_t r = 0; r < n_rows; ++r) {
+  const auto eps = static_cast<float>(hp_.rms_norm_eps);
+  pool.parallel_for(n_rows, kRowGranule, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
       float* row = ws.proj.data() + r * n_embd;
-      rms_norm_row(row, post_norm.data(), n_embd, eps, row);
+      if (!post_norm.empty()) rms_norm_row(row, post_norm.data(), n_embd, eps, row);
+      add_row(ws.x.data() + r * n_embd, row, n_embd);
     }
-  }
-  add_row(ws.x.data(), ws.proj.data(), n_rows * n_embd);
+  });
+}
+
+void Model::norm_rows(const std::vector<float>& weight, int32_t n_rows, Workspace& ws,
+                      ThreadPool& pool) const {
+  const int64_t n_embd = hp_.n_embd;
+  const auto eps = static_cast<float>(hp_.rms_norm_eps);
+  pool.parallel_for(n_rows, kRowGranule, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      rms_norm_row(ws.x.data() + r * n_embd, weight.data(), n_embd, eps, ws.xn.data() + r * n_embd);
+  });
 }
 
 void Model::scale_queries(int32_t n_rows, Workspace& ws) const {
@@ -393,39 +408,31 @@ void Model::scale_queries(int32_t n_rows, Workspace& ws) const {
 void Model::attention_block(const LayerWeights& layer, int64_t il, const ForwardBatch& batch,
                             KvStorage& kv, Workspace& ws, ThreadPool& pool) const {
   const int32_t n_rows = batch.n_rows();
-  const int64_t n_embd = hp_.n_embd;
-  const float eps = static_cast<float>(hp_.rms_norm_eps);
-  for (int32_t r = 0; r < n_rows; ++r) {
-    rms_norm_row(ws.x.data() + r * n_embd, layer.attn_norm.data(), n_embd, eps,
-                 ws.xn.data() + r * n_embd);
-  }
+  norm_rows(layer.attn_norm, n_rows, ws, pool);
   project_qkv(layer, n_rows, ws, pool);
-  rope(il, n_rows, ws);
-  scale_queries(n_rows, ws);
   // A local layer's query at position p sees (p - n_swa, p]; a global one sees [0, p].
   const bool local = hp_.is_local_layer(il);
   const int64_t kv_layer = il - range_.begin;  // the cache holds only this model's layers
-  for (int32_t r = 0; r < n_rows; ++r) {
-    AttentionRow& row = ws.attention_rows[static_cast<size_t>(r)];
-    row.first_position = local ? std::max(0, row.position - hp_.n_swa + 1) : 0;
-    kv_write(kv, kv_layer, row, ws.k.data() + r * hp_.n_embd_kv(),
-             ws.v.data() + r * hp_.n_embd_kv());
-  }
+  pool.parallel_for(n_rows, kRowGranule, [&](int64_t begin, int64_t end) {
+    rope(il, begin, end, ws);
+    for (int64_t r = begin; r < end; ++r) {
+      AttentionRow& row = ws.attention_rows[static_cast<size_t>(r)];
+      row.first_position = local ? std::max(0, row.position - hp_.n_swa + 1) : 0;
+      kv_write(kv, kv_layer, row, ws.k.data() + r * hp_.n_embd_kv(),
+               ws.v.data() + r * hp_.n_embd_kv());
+    }
+  });
+  scale_queries(n_rows, ws);
   paged_attention(kv, kv_layer, ws.attention_rows.data(), n_rows, hp_.n_head, ws.q.data(),
                   ws.attn.data(), pool, ws.attention_scratch);
   matmul(layer.wo, ws.attn.data(), n_rows, ws.proj.data(), pool, ws.matmul_scratch);
-  add_residual(layer.post_attn_norm, n_rows, ws);
+  add_residual(layer.post_attn_norm, n_rows, ws, pool);
 }
 
 void Model::ffn_block(const LayerWeights& layer, int32_t n_rows, Workspace& ws,
                       ThreadPool& pool) const {
-  const int64_t n_embd = hp_.n_embd;
   const int64_t n_ff = hp_.n_ff;
-  const float eps = static_cast<float>(hp_.rms_norm_eps);
-  for (int32_t r = 0; r < n_rows; ++r) {
-    rms_norm_row(ws.x.data() + r * n_embd, layer.ffn_norm.data(), n_embd, eps,
-                 ws.xn.data() + r * n_embd);
-  }
+  norm_rows(layer.ffn_norm, n_rows, ws, pool);
   if (arch_->fused_gate_up) {  // ffn_up's rows: the gate's n_ff, then the up projection's n_ff
     matmul(layer.w_up, ws.xn.data(), n_rows, ws.up.data(), pool, ws.matmul_scratch);
     // Row r holds its gate at [2r, 2r + 1) and its up at [2r + 1, 2r + 2), in units of n_ff.
@@ -454,7 +461,7 @@ void Model::ffn_block(const LayerWeights& layer, int32_t n_rows, Workspace& ws,
     }
   });
   matmul(layer.w_down, ws.gate.data(), n_rows, ws.proj.data(), pool, ws.matmul_scratch);
-  add_residual(layer.post_ffn_norm, n_rows, ws);
+  add_residual(layer.post_ffn_norm, n_rows, ws, pool);
 }
 
 void Model::forward(const ForwardBatch& batch, KvStorage& kv, Workspace& ws, ThreadPool& pool,

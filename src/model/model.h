@@ -123,18 +123,23 @@ class Model {
   // q, k, v of every row, biased and normed as the family wants, not yet rotated.
   void project_qkv(const LayerWeights& layer, int32_t n_rows, Workspace& ws,
                    ThreadPool& pool) const;
-  void rope(int64_t il, int32_t n_rows, Workspace& ws) const;
+  // Rotates q and k of rows [row_begin, row_end).
+  void rope(int64_t il, int64_t row_begin, int64_t row_end, Workspace& ws) const;
   void scale_queries(int32_t n_rows, Workspace& ws) const;
   void attention_block(const LayerWeights& layer, int64_t il, const ForwardBatch& batch,
                        KvStorage& kv, Workspace& ws, ThreadPool& pool) const;
   void ffn_block(const LayerWeights& layer, int32_t n_rows, Workspace& ws, ThreadPool& pool) const;
   // x += rmsnorm(proj) with `post_norm` when the family has post norms, else x += proj.
-  void add_residual(const std::vector<float>& post_norm, int32_t n_rows, Workspace& ws) const;
+  void add_residual(const std::vector<float>& post_norm, int32_t n_rows, Workspace& ws,
+                    ThreadPool& pool) const;
+  // xn = rmsnorm(x) * weight, row by row.
+  void norm_rows(const std::vector<float>& weight, int32_t n_rows, Workspace& ws,
+                 ThreadPool& pool) const;
 
   const Architecture* arch_ = nullptr;
   ModelHParams hp_;
   LayerRange range_;
-  WeightView token_embd_;  // [n_embd] x n_vocab rows
+  WeightView token_embd_;             // [n_embd] x n_vocab rows
   std::vector<LayerWeights> layers_;  // blocks range_.begin .. range_.end - 1
   // [n_rot / 2] frequency divisors, empty when none: rope_freqs or LongRoPE's short factors,
   // and LongRoPE's long ones, used instead when use_rope_long_ (see set_context_length).

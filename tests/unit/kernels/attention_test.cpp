@@ -312,6 +312,56 @@ TEST(PagedAttention, ResultsDoNotDependOnThreadsOrBatch) {
   }
 }
 
+TEST(PagedAttention, GroupKernelGivesEachHeadTheBitsOfTheHeadKernel) {
+  // paged_attention hands a GQA group's heads to attend_group at once where the table has one;
+  // each head must come out as attend_head computes it alone. The shapes add a group larger than
+  // a call takes at once (20 heads on one kv head).
+  std::vector<Shape> cases = shapes();
+  cases.push_back({20, 1, 64, 16, {50, 3}});
+  cases.push_back({20, 2, 24, 8, {41}, 9});
+  int checked = 0;
+  for (KernelIsa isa : supported_isas()) {
+    const kernels_detail::KernelTable& table = kernels_detail::isa_table(isa);
+    if (table.attend_group == nullptr) continue;
+    for (KvType type : {KvType::F16, KvType::F32}) {
+      for (const Shape& shape : cases) {
+        if (shape.head_dim % table.attend_head_dim_multiple != 0 ||
+            shape.head_dim > table.attend_max_head_dim) {
+          continue;
+        }
+        const Fixture f = Fixture::make(shape, type, 13);
+        const int64_t group = shape.n_head / shape.n_kv_heads;
+        const auto head_floats = static_cast<size_t>(shape.head_dim);
+        for (size_t r = 0; r < shape.positions.size(); ++r) {
+          std::vector<float> scratch(static_cast<size_t>(
+              kernels_detail::attend_group_scratch_floats(f.kv.layout(), group, f.rows[r])));
+          for (int64_t g = 0; g < shape.n_kv_heads; ++g) {
+            const size_t offset =
+                (r * static_cast<size_t>(shape.n_head) + static_cast<size_t>(g * group)) *
+                head_floats;
+            std::vector<float> together(static_cast<size_t>(group) * head_floats, NAN);
+            table.attend_group(f.kv, Fixture::kLayer, g, f.rows[r], f.q.data() + offset, group,
+                               together.data(), scratch.data());
+            for (int64_t h = 0; h < group; ++h) {
+              std::vector<float> alone(head_floats, NAN);
+              table.attend_head(f.kv, Fixture::kLayer, g, f.rows[r],
+                                f.q.data() + offset + static_cast<size_t>(h) * head_floats,
+                                alone.data(), scratch.data());
+              ASSERT_TRUE(std::equal(alone.begin(), alone.end(),
+                                     together.begin() + static_cast<ptrdiff_t>(h) *
+                                                            static_cast<ptrdiff_t>(head_floats)))
+                  << kernel_isa_name(isa) << " " << describe(shape, type) << " row " << r
+                  << " head " << g * group + h;
+              ++checked;
+            }
+          }
+        }
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no variant on this CPU has a group kernel";
+}
+
 TEST(PagedAttention, OnePositionReturnsItsValueExactly) {
   // With one position the softmax weight is exactly 1 (e^0 / e^0), so every variant returns V[0]
   // bit for bit, whatever the query.

@@ -97,11 +97,45 @@ struct RowRuns {
   }
 };
 
+// The query heads a call takes at once (more are taken in turns): their running maxima stay in
+// registers.
+constexpr int64_t kMaxGroup = 16;
+
+// Row `j - begin` of a run as a pointer to its first element; `elem` bytes per element.
+struct RunView {
+  const uint8_t* data;
+  size_t row_bytes;
+  size_t elem;
+  bool f16;
+};
+
+// Widens rows [0, n) of a run of f16 rows to f32 in `buffer` (head_dim floats per row), so that
+// the query heads that share the run read it without converting it again. The values are the
+// same as the ones the kernel would have widened on the fly, so results do not change.
+inline RunView widen_run(const uint8_t* run, int64_t n, int64_t head_dim, size_t row_bytes,
+                         float* buffer) {
+  const int64_t n_vec = (head_dim + 15) / 16;
+  const __mmask16 tail = head_dim % 16 == 0 ? 0xffff : static_cast<__mmask16>(0xff);
+  for (int64_t s = 0; s < n; ++s) {
+    const uint8_t* src = run + static_cast<size_t>(s) * row_bytes;
+    float* dst = buffer + s * head_dim;
+    for (int64_t i = 0; i < n_vec; ++i) {
+      const __mmask16 lanes = i + 1 < n_vec ? 0xffff : tail;
+      _mm512_mask_storeu_ps(dst + 16 * i, lanes, load16(src + 32 * i, true, lanes));
+    }
+  }
+  return {reinterpret_cast<const uint8_t*>(buffer), static_cast<size_t>(head_dim) * 4, 4, false};
+}
+
 // kVec > 0: head_dim == 16 kVec, known at compile time, so that the accumulators stay in
 // registers; kVec == 0: any head_dim (a multiple of 8), the vectors indexed at run time.
+//
+// n_q (<= kMaxGroup) query heads that read the same kv head, in the loop order "run of positions,
+// then head": each run of keys or values is widened from f16 once and then read by every head from
+// L1. Each head's arithmetic is exactly that of a call for that head alone.
 template <int kVec>
-void attend(const KvStorage& kv, int64_t layer, int64_t kv_head, const AttentionRow& row,
-            const float* q, float* out, float* scores) {
+void attend_heads(const KvStorage& kv, int64_t layer, int64_t kv_head, const AttentionRow& row,
+                  const float* q, int64_t n_q, float* out, float* scratch) {
   const KvLayout& layout = kv.layout();
   const int64_t head_dim = layout.head_dim;
   const int64_t n_vec = kVec > 0 ? kVec : (head_dim + 15) / 16;
@@ -111,88 +145,127 @@ void attend(const KvStorage& kv, int64_t layer, int64_t kv_head, const Attention
   const size_t row_bytes = static_cast<size_t>(head_dim) * elem;
   const int64_t first = row.first_position;
   const int64_t n_pos = static_cast<int64_t>(row.position) + 1;
+  const int64_t n_scores = n_pos - first;
   const float scale = 1.0f / sqrtf(static_cast<float>(head_dim));
+  // Widening pays only when more than one head reads the run.
+  const bool widen = f16 && n_q > 1;
+  float* widened = scratch + n_q * n_scores;
+  auto view = [&](const uint8_t* run, int64_t n) {
+    return widen ? widen_run(run, n, head_dim, row_bytes, widened)
+                 : RunView{run, row_bytes, elem, f16};
+  };
 
   constexpr int64_t kSlots = kVec > 0 ? kVec : kMaxVectors;
-  __m512 qv[kSlots];
-  for (int64_t i = 0; i < n_vec; ++i)
-    qv[i] = _mm512_maskz_loadu_ps(i + 1 < n_vec ? 0xffff : tail, q + 16 * i);
+  auto lanes_of = [&](int64_t i) { return i + 1 < n_vec ? static_cast<__mmask16>(0xffff) : tail; };
 
-  // Scores: scores[i] holds position first + i.
-  __m512 max16 = _mm512_set1_ps(-INFINITY);
+  // Scores: head h's scores[i] (at scratch + h n_scores) holds position first + i.
+  __m512 max16[kMaxGroup];
+  for (int64_t h = 0; h < n_q; ++h) max16[h] = _mm512_set1_ps(-INFINITY);
   const RowRuns runs{kv, row, layer, kv_head, row_bytes};
   runs.for_each(true, [&](int64_t begin, int64_t end, const uint8_t* run) {
-    // Sixteen positions at a time (zeros past the run's end), so that their lane sums share
-    // one reduction (sum16); a position's score depends only on its own key either way.
-    for (int64_t j = begin; j < end; j += 16) {
-      __m512 dots[16];
-      for (int e = 0; e < 16; ++e) {
-        dots[e] = _mm512_setzero_ps();
-        if (j + e >= end) continue;
-        const uint8_t* k = run + static_cast<size_t>(j + e - begin) * row_bytes;
-        __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
-        for (int64_t i = 0; i < n_vec; i += 2) {
-          even = _mm512_fmadd_ps(
-              qv[i], load16(k + 16 * i * elem, f16, i + 1 < n_vec ? 0xffff : tail), even);
-          if (i + 1 < n_vec) {
-            odd = _mm512_fmadd_ps(
-                qv[i + 1], load16(k + 16 * (i + 1) * elem, f16, i + 2 < n_vec ? 0xffff : tail),
-                odd);
-          }
-        }
-        dots[e] = _mm512_add_ps(even, odd);
-      }
-      const int64_t n = end - j < 16 ? end - j : 16;
-      const __mmask16 lanes = static_cast<__mmask16>((1u << n) - 1);
-      const __m512 score = _mm512_mul_ps(sum16(dots), _mm512_set1_ps(scale));
-      _mm512_mask_storeu_ps(scores + (j - first), lanes, score);
-      max16 = _mm512_mask_max_ps(max16, lanes, max16, score);
-    }
-  });
-  const float max_score = _mm512_reduce_max_ps(max16);
-  const int64_t n_scores = n_pos - first;
-  __m512 sum16 = _mm512_setzero_ps();
-  for (int64_t i = 0; i < n_scores; i += 16) {
-    const __mmask16 lanes =
-        n_scores - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (n_scores - i)) - 1);
-    const __m512 e =
-        exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(lanes, scores + i), _mm512_set1_ps(max_score)));
-    _mm512_mask_storeu_ps(scores + i, lanes, e);
-    sum16 = _mm512_add_ps(sum16, _mm512_maskz_mov_ps(lanes, e));
-  }
-  const __m512 inv_sum = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum16));
-
-  __m512 acc[kSlots];
-  for (int64_t i = 0; i < n_vec; ++i) acc[i] = _mm512_setzero_ps();
-  runs.for_each(false, [&](int64_t begin, int64_t end, const uint8_t* run) {
-    // A local copy per run: no call inside the run, so it can stay in registers.
-    __m512 a[kSlots];
-    for (int64_t i = 0; i < n_vec; ++i) a[i] = acc[i];
-    for (int64_t j = begin; j < end; ++j) {
-      const __m512 p = _mm512_mul_ps(_mm512_set1_ps(scores[j - first]), inv_sum);
-      const uint8_t* v = run + static_cast<size_t>(j - begin) * row_bytes;
-#pragma GCC unroll 16
+    const RunView keys = view(run, end - begin);
+    for (int64_t h = 0; h < n_q; ++h) {
+      __m512 qv[kSlots];
       for (int64_t i = 0; i < n_vec; ++i)
-        a[i] =
-            _mm512_fmadd_ps(p, load16(v + 16 * i * elem, f16, i + 1 < n_vec ? 0xffff : tail), a[i]);
+        qv[i] = _mm512_maskz_loadu_ps(lanes_of(i), q + h * head_dim + 16 * i);
+      float* scores = scratch + h * n_scores;
+      // Sixteen positions at a time (zeros past the run's end), so that their lane sums share
+      // one reduction (sum16); a position's score depends only on its own key either way.
+      for (int64_t j = begin; j < end; j += 16) {
+        __m512 dots[16];
+        for (int e = 0; e < 16; ++e) {
+          dots[e] = _mm512_setzero_ps();
+          if (j + e >= end) continue;
+          const uint8_t* k = keys.data + static_cast<size_t>(j + e - begin) * keys.row_bytes;
+          __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
+          for (int64_t i = 0; i < n_vec; i += 2) {
+            even =
+                _mm512_fmadd_ps(qv[i], load16(k + 16 * i * keys.elem, keys.f16, lanes_of(i)), even);
+            if (i + 1 < n_vec) {
+              odd = _mm512_fmadd_ps(
+                  qv[i + 1], load16(k + 16 * (i + 1) * keys.elem, keys.f16, lanes_of(i + 1)), odd);
+            }
+          }
+          dots[e] = _mm512_add_ps(even, odd);
+        }
+        const int64_t n = end - j < 16 ? end - j : 16;
+        const __mmask16 lanes = static_cast<__mmask16>((1u << n) - 1);
+        const __m512 score = _mm512_mul_ps(sum16(dots), _mm512_set1_ps(scale));
+        _mm512_mask_storeu_ps(scores + (j - first), lanes, score);
+        max16[h] = _mm512_mask_max_ps(max16[h], lanes, max16[h], score);
+      }
     }
-    for (int64_t i = 0; i < n_vec; ++i) acc[i] = a[i];
   });
-  for (int64_t i = 0; i < n_vec; ++i)
-    _mm512_mask_storeu_ps(out + 16 * i, i + 1 < n_vec ? 0xffff : tail, acc[i]);
+
+  // Softmax weights, unnormalized, and each head's 1 / sum.
+  float inv_sum[kMaxGroup];
+  for (int64_t h = 0; h < n_q; ++h) {
+    float* scores = scratch + h * n_scores;
+    const float max_score = _mm512_reduce_max_ps(max16[h]);
+    __m512 total = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n_scores; i += 16) {
+      const __mmask16 lanes =
+          n_scores - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (n_scores - i)) - 1);
+      const __m512 e =
+          exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(lanes, scores + i), _mm512_set1_ps(max_score)));
+      _mm512_mask_storeu_ps(scores + i, lanes, e);
+      total = _mm512_add_ps(total, _mm512_maskz_mov_ps(lanes, e));
+    }
+    inv_sum[h] = 1.0f / _mm512_reduce_add_ps(total);
+  }
+
+  // Outputs, accumulated in `out` between runs (a float stored and loaded back is unchanged).
+  for (int64_t h = 0; h < n_q; ++h) {
+    for (int64_t i = 0; i < n_vec; ++i)
+      _mm512_mask_storeu_ps(out + h * head_dim + 16 * i, lanes_of(i), _mm512_setzero_ps());
+  }
+  runs.for_each(false, [&](int64_t begin, int64_t end, const uint8_t* run) {
+    const RunView values = view(run, end - begin);
+    for (int64_t h = 0; h < n_q; ++h) {
+      const float* scores = scratch + h * n_scores;
+      const __m512 inv = _mm512_set1_ps(inv_sum[h]);
+      float* o = out + h * head_dim;
+      __m512 a[kSlots];
+      for (int64_t i = 0; i < n_vec; ++i) a[i] = _mm512_maskz_loadu_ps(lanes_of(i), o + 16 * i);
+      for (int64_t j = begin; j < end; ++j) {
+        const __m512 p = _mm512_mul_ps(_mm512_set1_ps(scores[j - first]), inv);
+        const uint8_t* v = values.data + static_cast<size_t>(j - begin) * values.row_bytes;
+#pragma GCC unroll 16
+        for (int64_t i = 0; i < n_vec; ++i)
+          a[i] =
+              _mm512_fmadd_ps(p, load16(v + 16 * i * values.elem, values.f16, lanes_of(i)), a[i]);
+      }
+      for (int64_t i = 0; i < n_vec; ++i) _mm512_mask_storeu_ps(o + 16 * i, lanes_of(i), a[i]);
+    }
+  });
+}
+
+void attend_heads_any(const KvStorage& kv, int64_t layer, int64_t kv_head, const AttentionRow& row,
+                      const float* q, int64_t n_q, float* out, float* scratch) {
+  switch (kv.layout().head_dim) {
+    case 64:
+      return attend_heads<4>(kv, layer, kv_head, row, q, n_q, out, scratch);
+    case 128:
+      return attend_heads<8>(kv, layer, kv_head, row, q, n_q, out, scratch);
+    default:
+      return attend_heads<0>(kv, layer, kv_head, row, q, n_q, out, scratch);
+  }
 }
 
 }  // namespace
 
 void attend_head_avx512(const KvStorage& kv, int64_t layer, int64_t kv_head,
                         const AttentionRow& row, const float* q, float* out, float* scores) {
-  switch (kv.layout().head_dim) {
-    case 64:
-      return attend<4>(kv, layer, kv_head, row, q, out, scores);
-    case 128:
-      return attend<8>(kv, layer, kv_head, row, q, out, scores);
-    default:
-      return attend<0>(kv, layer, kv_head, row, q, out, scores);
+  attend_heads_any(kv, layer, kv_head, row, q, 1, out, scores);
+}
+
+void attend_group_avx512(const KvStorage& kv, int64_t layer, int64_t kv_head,
+                         const AttentionRow& row, const float* q, int64_t n_q, float* out,
+                         float* scratch) {
+  const int64_t head_dim = kv.layout().head_dim;
+  for (int64_t h = 0; h < n_q; h += kMaxGroup) {
+    const int64_t n = n_q - h < kMaxGroup ? n_q - h : kMaxGroup;
+    attend_heads_any(kv, layer, kv_head, row, q + h * head_dim, n, out + h * head_dim, scratch);
   }
 }
 

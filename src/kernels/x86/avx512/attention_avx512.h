@@ -1,4 +1,5 @@
-// AVX-512 attention for one (query row, head) pair; see kernels/attention.h for the math.
+// AVX-512 attention for one query row and one or several heads; see kernels/attention.h for the
+// math.
 #pragma once
 
 #include "kernels/attention.h"
@@ -12,5 +13,12 @@ constexpr int64_t kAttendAvx512MaxHeadDim = 256;
 // has AVX-512 F, BW and VL. `scores` holds at least row.position + 1 floats.
 void attend_head_avx512(const KvStorage& kv, int64_t layer, int64_t kv_head,
                         const AttentionRow& row, const float* q, float* out, float* scores);
+
+// The n_q query heads of one row that read kv head `kv_head` (an AttendGroupKernel): the same bits
+// as attend_head_avx512 for each head alone. Same preconditions; `scratch` holds
+// attend_group_scratch_floats(kv.layout(), n_q, row) floats.
+void attend_group_avx512(const KvStorage& kv, int64_t layer, int64_t kv_head,
+                         const AttentionRow& row, const float* q, int64_t n_q, float* out,
+                         float* scratch);
 
 }  // namespace trellis::kernels_detail

@@ -16,6 +16,7 @@ const KernelTable& avx512_kernels() {
     t.q4_k = avx512::matmul_q4_k;
     t.q6_k = avx512::matmul_q6_k;
     t.attend_head = attend_head_avx512;
+    t.attend_group = attend_group_avx512;
     t.attend_head_dim_multiple = 8;
     t.attend_max_head_dim = kAttendAvx512MaxHeadDim;
     return t;
