@@ -81,7 +81,8 @@ void attend_head_scalar(const KvStorage& kv, int64_t layer, int64_t kv_head,
 }
 
 int64_t attend_group_scratch_floats(const KvLayout& layout, int64_t n_q, const AttentionRow& row) {
-  return n_q * (row.position + 1 - row.first_position) + layout.block_size * layout.head_dim;
+  return n_q * (row.position + 1 - row.first_position + layout.head_dim) +
+         layout.block_size * layout.head_dim;
 }
 
 }  // namespace kernels_detail

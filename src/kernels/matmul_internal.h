@@ -123,7 +123,7 @@ using AttendHeadKernel = void (*)(const KvStorage& kv, int64_t layer, int64_t kv
 using AttendGroupKernel = void (*)(const KvStorage& kv, int64_t layer, int64_t kv_head,
                                    const AttentionRow& row, const float* q, int64_t n_q, float* out,
                                    float* scratch);
-// The scores of n_q heads, and one block of keys or values widened to f32.
+// The scores and output sums of n_q heads, and one block of keys or values widened to f32.
 int64_t attend_group_scratch_floats(const KvLayout& layout, int64_t n_q, const AttentionRow& row);
 
 // One ISA's kernels; a null entry falls back to the scalar one.

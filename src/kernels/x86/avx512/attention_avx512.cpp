@@ -172,10 +172,7 @@ void attend_heads(const KvStorage& kv, int64_t layer, int64_t kv_head, const Att
       // Sixteen positions at a time (zeros past the run's end), so that their lane sums share
       // one reduction (sum16); a position's score depends only on its own key either way.
       for (int64_t j = begin; j < end; j += 16) {
-        __m512 dots[16];
-        for (int e = 0; e < 16; ++e) {
-          dots[e] = _mm512_setzero_ps();
-          if (j + e >= end) continue;
+        auto dot = [&](int64_t e) {
           const uint8_t* k = keys.data + static_cast<size_t>(j + e - begin) * keys.row_bytes;
           __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
           for (int64_t i = 0; i < n_vec; i += 2) {
@@ -186,7 +183,13 @@ void attend_heads(const KvStorage& kv, int64_t layer, int64_t kv_head, const Att
                   qv[i + 1], load16(k + 16 * (i + 1) * keys.elem, keys.f16, lanes_of(i + 1)), odd);
             }
           }
-          dots[e] = _mm512_add_ps(even, odd);
+          return _mm512_add_ps(even, odd);
+        };
+        __m512 dots[16];
+        if (end - j >= 16) {  // no test per position: the dots stay in registers
+          for (int e = 0; e < 16; ++e) dots[e] = dot(e);
+        } else {
+          for (int e = 0; e < 16; ++e) dots[e] = j + e < end ? dot(e) : _mm512_setzero_ps();
         }
         const int64_t n = end - j < 16 ? end - j : 16;
         const __mmask16 lanes = static_cast<__mmask16>((1u << n) - 1);
@@ -214,17 +217,19 @@ void attend_heads(const KvStorage& kv, int64_t layer, int64_t kv_head, const Att
     inv_sum[h] = 1.0f / _mm512_reduce_add_ps(total);
   }
 
-  // Outputs, accumulated in `out` between runs (a float stored and loaded back is unchanged).
+  // Outputs, accumulated between runs in memory (a float stored and loaded back is unchanged):
+  // with a group, in the scratch, which stays in L1 where `out` (written once per row) does not.
+  float* sums = widen ? widened + layout.block_size * head_dim : out;
   for (int64_t h = 0; h < n_q; ++h) {
     for (int64_t i = 0; i < n_vec; ++i)
-      _mm512_mask_storeu_ps(out + h * head_dim + 16 * i, lanes_of(i), _mm512_setzero_ps());
+      _mm512_mask_storeu_ps(sums + h * head_dim + 16 * i, lanes_of(i), _mm512_setzero_ps());
   }
   runs.for_each(false, [&](int64_t begin, int64_t end, const uint8_t* run) {
     const RunView values = view(run, end - begin);
     for (int64_t h = 0; h < n_q; ++h) {
       const float* scores = scratch + h * n_scores;
       const __m512 inv = _mm512_set1_ps(inv_sum[h]);
-      float* o = out + h * head_dim;
+      float* o = sums + h * head_dim;
       __m512 a[kSlots];
       for (int64_t i = 0; i < n_vec; ++i) a[i] = _mm512_maskz_loadu_ps(lanes_of(i), o + 16 * i);
       for (int64_t j = begin; j < end; ++j) {
@@ -238,6 +243,13 @@ void attend_heads(const KvStorage& kv, int64_t layer, int64_t kv_head, const Att
       for (int64_t i = 0; i < n_vec; ++i) _mm512_mask_storeu_ps(o + 16 * i, lanes_of(i), a[i]);
     }
   });
+  if (sums != out) {
+    for (int64_t i = 0; i < n_q * head_dim; i += 16) {
+      const __mmask16 lanes =
+          n_q * head_dim - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (n_q * head_dim - i)) - 1);
+      _mm512_mask_storeu_ps(out + i, lanes, _mm512_maskz_loadu_ps(lanes, sums + i));
+    }
+  }
 }
 
 void attend_heads_any(const KvStorage& kv, int64_t layer, int64_t kv_head, const AttentionRow& row,
