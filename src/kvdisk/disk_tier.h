@@ -150,8 +150,8 @@ class DiskTier {
   void unlink_child_locked(const BlockKey& parent, const BlockKey& child);
   void touch(const BlockKey& key);
   std::string block_path(const BlockKey& key) const;
-  // Reads the record of `key`, its K/V into kv (kv_bytes), and verifies it; "missing" when the
-  // file is gone. Returns its other fields.
+  // Reads the record of `key` and verifies it, then copies its K/V into kv (kv_bytes; untouched
+  // when the record fails its checks); "missing" when the file is gone. Returns its other fields.
   Result<BlockRecord> read_record_into(const BlockKey& key, uint8_t* kv);
   // The record queued (or being written) under `key`, or null. Caller holds mutex_.
   const BlockRecord* pending_locked(const BlockKey& key) const;
