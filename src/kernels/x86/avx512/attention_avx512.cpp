@@ -200,8 +200,7 @@ void attend_heads(const KvStorage& kv, int64_t layer, int64_t kv_head, const Att
     }
   });
 
-  // Softmax weights, unnormalized, and each head's 1 / sum.
-  float inv_sum[kMaxGroup];
+  // Softmax weights.
   for (int64_t h = 0; h < n_q; ++h) {
     float* scores = scratch + h * n_scores;
     const float max_score = _mm512_reduce_max_ps(max16[h]);
@@ -214,7 +213,15 @@ void attend_heads(const KvStorage& kv, int64_t layer, int64_t kv_head, const Att
       _mm512_mask_storeu_ps(scores + i, lanes, e);
       total = _mm512_add_ps(total, _mm512_maskz_mov_ps(lanes, e));
     }
-    inv_sum[h] = 1.0f / _mm512_reduce_add_ps(total);
+    // The weights e_j / sum, sixteen at a time: the same products the output loop would form one
+    // position at a time, taken out of it.
+    const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(total));
+    for (int64_t i = 0; i < n_scores; i += 16) {
+      const __mmask16 lanes =
+          n_scores - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (n_scores - i)) - 1);
+      _mm512_mask_storeu_ps(scores + i, lanes,
+                            _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, scores + i), inv));
+    }
   }
 
   // Outputs, accumulated between runs in memory (a float stored and loaded back is unchanged):
@@ -228,12 +235,11 @@ void attend_heads(const KvStorage& kv, int64_t layer, int64_t kv_head, const Att
     const RunView values = view(run, end - begin);
     for (int64_t h = 0; h < n_q; ++h) {
       const float* scores = scratch + h * n_scores;
-      const __m512 inv = _mm512_set1_ps(inv_sum[h]);
       float* o = sums + h * head_dim;
       __m512 a[kSlots];
       for (int64_t i = 0; i < n_vec; ++i) a[i] = _mm512_maskz_loadu_ps(lanes_of(i), o + 16 * i);
       for (int64_t j = begin; j < end; ++j) {
-        const __m512 p = _mm512_mul_ps(_mm512_set1_ps(scores[j - first]), inv);
+        const __m512 p = _mm512_set1_ps(scores[j - first]);
         const uint8_t* v = values.data + static_cast<size_t>(j - begin) * values.row_bytes;
 #pragma GCC unroll 16
         for (int64_t i = 0; i < n_vec; ++i)
@@ -245,8 +251,9 @@ void attend_heads(const KvStorage& kv, int64_t layer, int64_t kv_head, const Att
   });
   if (sums != out) {
     for (int64_t i = 0; i < n_q * head_dim; i += 16) {
-      const __mmask16 lanes =
-          n_q * head_dim - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (n_q * head_dim - i)) - 1);
+      const __mmask16 lanes = n_q * head_dim - i >= 16
+                                  ? 0xffff
+                                  : static_cast<__mmask16>((1u << (n_q * head_dim - i)) - 1);
       _mm512_mask_storeu_ps(out + i, lanes, _mm512_maskz_loadu_ps(lanes, sums + i));
     }
   }
