@@ -13,6 +13,11 @@ namespace {
 
 constexpr int64_t kMaxVectors = kAttendAvx512MaxHeadDim / 16;
 
+// The first min(n, 16) lanes.
+inline __mmask16 first_lanes(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
+}
+
 // The head_dim values at p (f16 or f32) as vectors; the last one keeps `tail` lanes.
 inline __m512 load16(const uint8_t* p, bool f16, __mmask16 lanes) {
   if (f16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes, p));
@@ -191,8 +196,7 @@ void attend_heads(const KvStorage& kv, int64_t layer, int64_t kv_head, const Att
         } else {
           for (int e = 0; e < 16; ++e) dots[e] = j + e < end ? dot(e) : _mm512_setzero_ps();
         }
-        const int64_t n = end - j < 16 ? end - j : 16;
-        const __mmask16 lanes = static_cast<__mmask16>((1u << n) - 1);
+        const __mmask16 lanes = first_lanes(end - j);
         const __m512 score = _mm512_mul_ps(sum16(dots), _mm512_set1_ps(scale));
         _mm512_mask_storeu_ps(scores + (j - first), lanes, score);
         max16[h] = _mm512_mask_max_ps(max16[h], lanes, max16[h], score);
@@ -206,8 +210,7 @@ void attend_heads(const KvStorage& kv, int64_t layer, int64_t kv_head, const Att
     const float max_score = _mm512_reduce_max_ps(max16[h]);
     __m512 total = _mm512_setzero_ps();
     for (int64_t i = 0; i < n_scores; i += 16) {
-      const __mmask16 lanes =
-          n_scores - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (n_scores - i)) - 1);
+      const __mmask16 lanes = first_lanes(n_scores - i);
       const __m512 e =
           exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(lanes, scores + i), _mm512_set1_ps(max_score)));
       _mm512_mask_storeu_ps(scores + i, lanes, e);
@@ -217,8 +220,7 @@ void attend_heads(const KvStorage& kv, int64_t layer, int64_t kv_head, const Att
     // position at a time, taken out of it.
     const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(total));
     for (int64_t i = 0; i < n_scores; i += 16) {
-      const __mmask16 lanes =
-          n_scores - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (n_scores - i)) - 1);
+      const __mmask16 lanes = first_lanes(n_scores - i);
       _mm512_mask_storeu_ps(scores + i, lanes,
                             _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, scores + i), inv));
     }
@@ -251,9 +253,7 @@ void attend_heads(const KvStorage& kv, int64_t layer, int64_t kv_head, const Att
   });
   if (sums != out) {
     for (int64_t i = 0; i < n_q * head_dim; i += 16) {
-      const __mmask16 lanes = n_q * head_dim - i >= 16
-                                  ? 0xffff
-                                  : static_cast<__mmask16>((1u << (n_q * head_dim - i)) - 1);
+      const __mmask16 lanes = first_lanes(n_q * head_dim - i);
       _mm512_mask_storeu_ps(out + i, lanes, _mm512_maskz_loadu_ps(lanes, sums + i));
     }
   }
