@@ -228,31 +228,34 @@ bool Engine::load_from_disk_first(const std::shared_ptr<Request>& r) {
   return true;
 }
 
-// A request waiting in the queue may see the prefix it matched on arrival evicted (to the disk
-// tier) by the requests admitted before it. After steps that evicted, the next request to be
-// admitted (the head of the queue, in policy order), if it lost its prefix so, leaves the queue
-// to have it read back and returns through the arrivals (its place in the admission order is its
-// submission order, so it loses nothing). Only the head: loading for requests further back would
-// fill the pool with blocks evicted again before they run. Bounded per request, so a pool too
-// small to keep what was loaded cannot make it go round forever.
+// A request waiting in the queue may find less of its prompt in the pool than the disk tier
+// holds: the requests admitted before it evicted its prefix (to the tier), or there was no room
+// for it on arrival. When it is next to be admitted (a slot is free, it heads the queue in policy
+// order), it leaves the queue to have the prefix read back and returns through the arrivals, and
+// admissions are held until then (the running requests go on), so that no other request takes its
+// slot and evicts what was read before it runs. Reading earlier, while the slots are busy, would
+// fill the pool with blocks the running requests evict again. Bounded per request, so that a pool
+// too small to keep what was read cannot make it go round forever.
 void Engine::reload_evicted_prefixes() {
-  if (disk_ == nullptr || blocks_->n_evicted() == n_evicted_seen_) return;
-  n_evicted_seen_ = blocks_->n_evicted();
+  if (disk_ == nullptr || loading_head_ != nullptr) return;
   constexpr int32_t kMaxReloads = 3;
-  const std::vector<Sequence*>& waiting = scheduler_->waiting();
-  if (waiting.empty()) return;
-  const auto it = std::find_if(active_.begin(), active_.end(),
-                               [&](const auto& r) { return r.get() == waiting.front(); });
+  Sequence* const head = scheduler_->next_admission();
+  if (head == nullptr) return;
+  const auto it =
+      std::find_if(active_.begin(), active_.end(), [&](const auto& r) { return r.get() == head; });
   if (it == active_.end()) return;
   const std::shared_ptr<Request> r = *it;
   if (r->admitted_once || !r->branches.empty() || r->n_disk_reloads >= kMaxReloads) return;
+  if (!load_from_disk_first(r)) return;  // the pool already holds what the tier has
+  ++r->n_disk_reloads;
   scheduler_->remove(r.get());
-  if (load_from_disk_first(r)) {
-    ++r->n_disk_reloads;
-    active_.erase(it);  // back once read
-  } else {
-    scheduler_->enqueue(r.get());
-  }
+  active_.erase(it);  // back once read
+  loading_head_ = r.get();
+  scheduler_->hold_admissions(true);
+}
+
+bool Engine::idle_while_loading() const {
+  return loading_head_ != nullptr && scheduler_->running().empty() && n_in_flight_ == 0;
 }
 
 void Engine::install_from_disk(Request& r) {
@@ -491,8 +494,10 @@ void Engine::loop() {
     tasks.clear();
     {
       std::unique_lock<std::mutex> lock(mutex_);
+      // Requests that wait only on a load need no step: the loader's return wakes the loop.
       wake_.wait(lock, [&] {
-        return stopping_ || !submitted_.empty() || !tasks_.empty() || !active_.empty();
+        return stopping_ || !submitted_.empty() || !tasks_.empty() ||
+               (!active_.empty() && !idle_while_loading());
       });
       if (stopping_) break;
       arrivals.swap(submitted_);
@@ -503,12 +508,16 @@ void Engine::loop() {
       if (!r->disk_checked && load_from_disk_first(r)) continue;  // back once read
       install_from_disk(*r);
       scheduler_->enqueue(r.get());
+      if (r.get() == loading_head_) {  // its prefix is back: admissions go on
+        loading_head_ = nullptr;
+        scheduler_->hold_admissions(false);
+      }
       for (const auto& b : r->branches) active_.push_back(b);
       active_.push_back(std::move(r));
     }
     cancel_requested();
     reload_evicted_prefixes();
-    if (!active_.empty()) {
+    if (!active_.empty() && !idle_while_loading()) {
       [[maybe_unused]] const bool ran = step();
       // Something always runs while requests are active: a lone request fits the pool once the
       // cache is evicted (see size_kv_pool), and fork branches wait only on a running leader.

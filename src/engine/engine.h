@@ -281,7 +281,11 @@ class Engine {
   bool load_from_disk_first(const std::shared_ptr<Request>& r);
   // Caches the blocks the loader read for `r` (loop thread).
   void install_from_disk(Request& r);
+  // Sends the request next to be admitted to the loader when the tier holds more of its prompt
+  // than the pool (see engine.cpp).
   void reload_evicted_prefixes();
+  // Nothing can run until the loader returns loading_head_ (nothing running, admissions held).
+  bool idle_while_loading() const;
   // Ends the requests submitted but never taken by the loop (shutdown).
   void cancel_unstarted();
 
@@ -298,7 +302,7 @@ class Engine {
   int32_t n_ctx_ = 0;
   int32_t n_vocab_ = 0;
   int64_t n_disk_hit_tokens_ = 0;    // loop thread
-  int64_t n_evicted_seen_ = 0;       // pool evictions when the waiting requests were last checked
+  Request* loading_head_ = nullptr;  // the request next to be admitted, while its prefix loads
   double disk_load_ms_ = 0;          // loop thread
   int64_t n_disk_loads_ = 0;         // loop thread
   int64_t n_disk_loads_staged_ = 0;  // loop thread

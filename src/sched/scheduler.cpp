@@ -117,9 +117,18 @@ PrefixMatch Scheduler::match(const Sequence& seq) const {
   return cache_.match(seq.cache_namespace, seq.tokens);
 }
 
+Sequence* Scheduler::next_admission() {
+  if (admissions_held_ || waiting_.empty() ||
+      static_cast<int32_t>(running_.size()) >= config_.max_seqs) {
+    return nullptr;
+  }
+  order_waiting();
+  return waiting_.front();
+}
+
 void Scheduler::admit_waiting(StepPlan& plan, int32_t& budget) {
-  const bool can_admit =
-      !waiting_.empty() && static_cast<int32_t>(running_.size()) < config_.max_seqs && budget > 0;
+  const bool can_admit = !admissions_held_ && !waiting_.empty() &&
+                         static_cast<int32_t>(running_.size()) < config_.max_seqs && budget > 0;
   if (!can_admit) return;  // nothing to order either: the order is only used to admit
   order_waiting();
   size_t i = 0;

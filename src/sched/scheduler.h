@@ -93,6 +93,12 @@ class Scheduler {
 
   const std::vector<Sequence*>& running() const { return running_; }
   const std::vector<Sequence*>& waiting() const { return waiting_; }
+  // The waiting sequence the next step would try to admit first (policy order), or null when
+  // none can be admitted now (no free slot, nothing waiting, or admissions held).
+  Sequence* next_admission();
+  // While held, running sequences go on but no waiting one is admitted (the engine holds them
+  // while it reads the next one's prefix back from disk, so that no other takes its place).
+  void hold_admissions(bool hold) { admissions_held_ = hold; }
   int64_t n_steps() const { return n_steps_; }
 
  private:
@@ -116,6 +122,7 @@ class Scheduler {
   SchedulerConfig config_;
   std::vector<Sequence*> running_;  // admission order
   std::vector<Sequence*> waiting_;  // policy order after order_waiting()
+  bool admissions_held_ = false;
   std::vector<Sequence*> preempted_this_step_;
   std::vector<Sequence*> stalled_this_step_;  // could not grow: no tokens this step
   // Reused step after step (their capacity is kept): the plan and LPM's sort keys.

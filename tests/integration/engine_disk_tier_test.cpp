@@ -291,6 +291,43 @@ TEST(EngineDiskTierTest, APrefixEvictedWhileItsRequestWaitsIsReadBackBeforeItRun
   }
 }
 
+TEST(EngineDiskTierTest, NoOtherRequestTakesTheSlotWhileTheNextOnesPrefixIsReadBack) {
+  // As above, with `other` (no prefix) submitted after `again`. When `big` ends, `again` is next
+  // (FCFS) and has its prefix read back; admissions are held meanwhile, so `other` cannot take
+  // the slot, run first and evict what was read: `again` starts first and finds its prefix.
+  const std::string dir = fresh_dir("held-while-loading");
+  Tokens shared(60), filler(60), big(120), other(100);
+  for (size_t i = 0; i < shared.size(); ++i) shared[i] = static_cast<TokenId>(40 + i);
+  for (size_t i = 0; i < filler.size(); ++i) filler[i] = static_cast<TokenId>(400 + i);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<TokenId>(900 + i);
+  for (size_t i = 0; i < other.size(); ++i) other[i] = static_cast<TokenId>(1500 + i);
+  Tokens again = shared;
+  again.insert(again.end(), {7, 8, 9});
+  EngineConfig config = disk_config(dir);
+  config.kv_tokens = kContext + 10 * kBlock;
+  config.scheduler.max_seqs = 1;
+  config.scheduler.policy = SchedulePolicy::FCFS;
+  for (int round = 0; round < 3; ++round) {
+    std::unique_ptr<Engine> engine = make_engine(config);
+    ASSERT_TRUE(engine->warm("", shared).ok());
+    ASSERT_TRUE(engine->warm("", filler).ok());
+    RequestHandle first = *engine->submit(greedy(big));
+    RequestHandle second = *engine->submit(greedy(again));
+    RequestHandle third = *engine->submit(greedy(other));
+    first.wait();
+    const RequestOutput& got = second.wait();
+    const RequestOutput& got_other = third.wait();
+    expect_same(got, reference({again})[0], "again");
+    expect_same(got_other, reference({other})[0], "other");
+    EXPECT_GE(got.stats.n_disk_cached_tokens, 7 * kBlock) << "round " << round;
+    EXPECT_LT(got.stats.queue_ms, got_other.stats.queue_ms)
+        << "round " << round << ": `other` was admitted while `again` waited on its load";
+    expect_no_leak(*engine);
+    engine.reset();
+    fs::remove_all(dir);
+  }
+}
+
 TEST(EngineDiskTierTest, ATierOfAnotherBlockSizeIsIgnoredWithOneLogLine) {
   const std::vector<Tokens> ps = prompts(5, 4);
   const std::string dir = fresh_dir("block-size");
