@@ -6,8 +6,9 @@
 
 // The activation loops are compiled for AVX-512, AVX2 and the baseline, picked at load time: the
 // vector widths differ, the arithmetic does not (every operation is a correctly rounded IEEE one,
-// without fused multiply-adds), so all three give the same bits.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// without fused multiply-adds), so all three give the same bits. Not under ThreadSanitizer, whose
+// instrumented load-time resolver crashes before its runtime starts (the baseline loop then runs).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define TRELLIS_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define TRELLIS_VECTOR_CLONES
