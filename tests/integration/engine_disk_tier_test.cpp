@@ -257,6 +257,39 @@ TEST(EngineDiskTierTest, ASystemPromptSharedByTwoQuestionsComesBackWhole) {
   expect_no_leak(*engine);
 }
 
+// `count` consecutive token ids from `first`.
+Tokens token_run(size_t count, int32_t first) {
+  Tokens tokens(count);
+  for (size_t i = 0; i < count; ++i)
+    tokens[i] = static_cast<TokenId>(first + static_cast<int32_t>(i));
+  return tokens;
+}
+
+// The scene of the two tests below: one request runs at a time (FCFS) over a pool of 26 blocks
+// in which `shared` (8 blocks) and then `filler` (8) are cached; `big` (16 blocks) evicts `shared`
+// while `again` (shared + 3 tokens) waits.
+struct EvictedWhileWaiting {
+  Tokens shared = token_run(60, 40);
+  Tokens filler = token_run(60, 400);
+  Tokens big = token_run(120, 900);
+  Tokens again;
+  EngineConfig config;
+
+  explicit EvictedWhileWaiting(const std::string& dir) : again(shared), config(disk_config(dir)) {
+    again.insert(again.end(), {7, 8, 9});
+    config.kv_tokens = kContext + 10 * kBlock;
+    config.scheduler.max_seqs = 1;
+    config.scheduler.policy = SchedulePolicy::FCFS;
+  }
+  // An engine on the tier with `shared` and `filler` cached.
+  std::unique_ptr<Engine> warmed_engine() const {
+    std::unique_ptr<Engine> engine = make_engine(config);
+    EXPECT_TRUE(engine->warm("", shared).ok());
+    EXPECT_TRUE(engine->warm("", filler).ok());
+    return engine;
+  }
+};
+
 TEST(EngineDiskTierTest, APrefixEvictedWhileItsRequestWaitsIsReadBackBeforeItRuns) {
   // One request runs at a time (FCFS), over a pool of 26 blocks. `shared` (8 blocks), then
   // `filler` (8) are cached in memory; `big` (16) is submitted, then `again` (shared + more).
@@ -264,20 +297,11 @@ TEST(EngineDiskTierTest, APrefixEvictedWhileItsRequestWaitsIsReadBackBeforeItRun
   // load; `big` then evicts `shared` (the least recently used) to disk, and `again` must have it
   // read back while it waits (into the room `filler` leaves), not recompute it.
   const std::string dir = fresh_dir("evicted-while-waiting");
-  Tokens shared(60), filler(60), big(120);
-  for (size_t i = 0; i < shared.size(); ++i) shared[i] = static_cast<TokenId>(40 + i);
-  for (size_t i = 0; i < filler.size(); ++i) filler[i] = static_cast<TokenId>(400 + i);
-  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<TokenId>(900 + i);
-  Tokens again = shared;
-  again.insert(again.end(), {7, 8, 9});
-  EngineConfig config = disk_config(dir);
-  config.kv_tokens = kContext + 10 * kBlock;
-  config.scheduler.max_seqs = 1;
-  config.scheduler.policy = SchedulePolicy::FCFS;
+  const EvictedWhileWaiting scene(dir);
+  const Tokens& big = scene.big;
+  const Tokens& again = scene.again;
   for (int round = 0; round < 5; ++round) {
-    std::unique_ptr<Engine> engine = make_engine(config);
-    ASSERT_TRUE(engine->warm("", shared).ok());
-    ASSERT_TRUE(engine->warm("", filler).ok());
+    std::unique_ptr<Engine> engine = scene.warmed_engine();
     RequestHandle first = *engine->submit(greedy(big));
     RequestHandle second = *engine->submit(greedy(again));
     const RequestOutput& got_big = first.wait();
@@ -296,21 +320,12 @@ TEST(EngineDiskTierTest, NoOtherRequestTakesTheSlotWhileTheNextOnesPrefixIsReadB
   // (FCFS) and has its prefix read back; admissions are held meanwhile, so `other` cannot take
   // the slot, run first and evict what was read: `again` starts first and finds its prefix.
   const std::string dir = fresh_dir("held-while-loading");
-  Tokens shared(60), filler(60), big(120), other(100);
-  for (size_t i = 0; i < shared.size(); ++i) shared[i] = static_cast<TokenId>(40 + i);
-  for (size_t i = 0; i < filler.size(); ++i) filler[i] = static_cast<TokenId>(400 + i);
-  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<TokenId>(900 + i);
-  for (size_t i = 0; i < other.size(); ++i) other[i] = static_cast<TokenId>(1500 + i);
-  Tokens again = shared;
-  again.insert(again.end(), {7, 8, 9});
-  EngineConfig config = disk_config(dir);
-  config.kv_tokens = kContext + 10 * kBlock;
-  config.scheduler.max_seqs = 1;
-  config.scheduler.policy = SchedulePolicy::FCFS;
+  const EvictedWhileWaiting scene(dir);
+  const Tokens& big = scene.big;
+  const Tokens& again = scene.again;
+  const Tokens other = token_run(100, 1500);
   for (int round = 0; round < 3; ++round) {
-    std::unique_ptr<Engine> engine = make_engine(config);
-    ASSERT_TRUE(engine->warm("", shared).ok());
-    ASSERT_TRUE(engine->warm("", filler).ok());
+    std::unique_ptr<Engine> engine = scene.warmed_engine();
     RequestHandle first = *engine->submit(greedy(big));
     RequestHandle second = *engine->submit(greedy(again));
     RequestHandle third = *engine->submit(greedy(other));
