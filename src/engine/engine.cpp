@@ -275,13 +275,18 @@ void Engine::cancel_unstarted() {
     std::lock_guard<std::mutex> lock(mutex_);
     never_started.swap(submitted_);
   }
-  for (const auto& r : never_started) {
-    if (disk_ != nullptr) disk_->release(*cache_, r->disk_load);  // a load's held blocks
-    std::lock_guard<std::mutex> channel_lock(r->channel->mutex);
-    r->channel->output.finish_reason = FinishReason::CANCELLED;
-    r->channel->finished = true;
-    r->channel->changed.notify_all();
-  }
+  for (const auto& r : never_started) end_unstarted(*r, FinishReason::CANCELLED, "");
+}
+
+void Engine::end_unstarted(Request& r, FinishReason reason, const std::string& error) {
+  if (disk_ != nullptr) disk_->release(*cache_, r.disk_load);         // a load's held blocks
+  for (const auto& b : r.branches) end_unstarted(*b, reason, error);  // a fork's other handles
+  r.branches.clear();
+  std::lock_guard<std::mutex> channel_lock(r.channel->mutex);
+  r.channel->output.finish_reason = reason;
+  r.channel->output.error = error;
+  r.channel->finished = true;
+  r.channel->changed.notify_all();
 }
 
 std::string Engine::failure() const {
@@ -505,6 +510,12 @@ void Engine::loop() {
     }
     for (std::function<void()>& task : tasks) task();
     for (std::shared_ptr<Request>& r : arrivals) {
+      // Submitted before the failure was seen, or back from the loader after it: nothing runs
+      // on a failed engine.
+      if (!failed_.empty()) {
+        end_unstarted(*r, FinishReason::ERROR, failed_);
+        continue;
+      }
       if (!r->disk_checked && load_from_disk_first(r)) continue;  // back once read
       install_from_disk(*r);
       scheduler_->enqueue(r.get());
@@ -656,6 +667,7 @@ void Engine::fail(const std::string& why) {
     first = failure_.empty();
     failure_ = why;
   }
+  failed_ = why;
   if (first) {
     std::fprintf(stderr, "error: %s; the engine stops\n", why.c_str());
     // Told before any request ends: whoever waits on one sees the engine stopped.

@@ -288,6 +288,8 @@ class Engine {
   bool idle_while_loading() const;
   // Ends the requests submitted but never taken by the loop (shutdown).
   void cancel_unstarted();
+  // Ends a request that never reached the scheduler (and its fork branches) with `reason`.
+  void end_unstarted(Request& r, FinishReason reason, const std::string& error);
 
   std::unique_ptr<GgufFile> file_;
   std::unique_ptr<Model> model_;
@@ -318,6 +320,7 @@ class Engine {
   size_t in_flight_head_ = 0;
   size_t n_in_flight_ = 0;
   size_t max_in_flight_ = 0;
+  std::string failed_;  // failure_, as the loop thread knows it (read without the lock)
 
   // Shared with callers, under mutex_.
   mutable std::mutex mutex_;

@@ -7,6 +7,8 @@
 
 #include <cstring>
 #include <deque>
+#include <functional>
+#include <future>
 #include <memory>
 #include <random>
 #include <string>
@@ -36,6 +38,7 @@ class InProcessPipeline final : public Pipeline {
   Status launch(const Model& model, const ForwardBatch& batch, KvStorage& kv, Workspace& ws,
                 ThreadPool& pool, std::vector<BlockCopy>& copies) override {
     EXPECT_LT(static_cast<int>(in_flight_.size()), n_stages_) << "more steps in flight than stages";
+    EXPECT_FALSE(failed_) << "a step launched after a stage failed";
     copies.clear();  // made already, in the one storage
     std::vector<float>& logits = in_flight_.emplace_back(
         batch.output_rows.size() * static_cast<size_t>(model.hparams().n_vocab));
@@ -44,8 +47,11 @@ class InProcessPipeline final : public Pipeline {
   }
   Status collect(const Model&, float* logits) override {
     if (in_flight_.empty()) return Error{"nothing in flight"};
-    if (fail_at_collect_ > 0 && ++n_collects_ >= fail_at_collect_)
+    if (before_collect) before_collect();
+    if (fail_at_collect_ > 0 && ++n_collects_ >= fail_at_collect_) {
+      failed_ = true;
       return Error{"stage 1 stopped answering"};  // and never answers again
+    }
     std::memcpy(logits, in_flight_.front().data(), in_flight_.front().size() * sizeof(float));
     in_flight_.pop_front();
     return {};
@@ -53,10 +59,13 @@ class InProcessPipeline final : public Pipeline {
   void end_engine() override {}
   std::vector<StageStats> stage_stats() const override { return {}; }
 
+  std::function<void()> before_collect;  // runs on the engine's loop thread
+
  private:
   int n_stages_;
   int fail_at_collect_;  // 0: never
   int n_collects_ = 0;
+  bool failed_ = false;
   std::deque<std::vector<float>> in_flight_;
 };
 
@@ -170,6 +179,38 @@ TEST(EnginePipeline, AFailedStageEndsEveryRequestAndTheEngine) {
   Result<RequestHandle> later = engine->submit(requests()[0]);
   ASSERT_FALSE(later.ok());
   EXPECT_NE(later.error().message.find("the engine has stopped"), std::string::npos);
+  EXPECT_TRUE(engine->check_invariants().ok());
+  EXPECT_EQ(engine->stats().n_blocks_in_use, 0);
+}
+
+// A request submitted while the failing step is out (so that it is accepted) reaches the loop
+// only after the failure: it ends with the stage's error, and no step is launched for it.
+TEST(EnginePipeline, ARequestAcceptedBeforeTheFailureEndsWithoutAStep) {
+  InProcessPipeline pipeline(2, 1);
+  std::promise<void> collecting;
+  std::promise<void> submitted;
+  std::shared_future<void> may_fail = submitted.get_future().share();
+  bool told = false;
+  pipeline.before_collect = [&] {
+    if (told) return;  // a second collect would mean a step launched after the failure
+    told = true;
+    collecting.set_value();
+    may_fail.wait();
+  };
+  std::unique_ptr<Engine> engine =
+      std::move(Engine::create(model_path(), config(&pipeline)).value());
+  const std::vector<EngineRequest> all = requests();
+  Result<RequestHandle> first = engine->submit(all[0]);
+  ASSERT_TRUE(first.ok());
+  collecting.get_future().wait();
+  Result<RequestHandle> second = engine->submit(all[1]);
+  submitted.set_value();
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  for (RequestHandle* h : {&*first, &*second}) {
+    const RequestOutput out = h->wait();
+    EXPECT_EQ(out.finish_reason, FinishReason::ERROR);
+    EXPECT_NE(out.error.find("stage 1 stopped answering"), std::string::npos) << out.error;
+  }
   EXPECT_TRUE(engine->check_invariants().ok());
   EXPECT_EQ(engine->stats().n_blocks_in_use, 0);
 }
