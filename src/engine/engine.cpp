@@ -510,8 +510,7 @@ void Engine::loop() {
     }
     for (std::function<void()>& task : tasks) task();
     for (std::shared_ptr<Request>& r : arrivals) {
-      // Submitted before the failure was seen, or back from the loader after it: nothing runs
-      // on a failed engine.
+      // Accepted by submit() just before a failure: nothing runs on a failed engine.
       if (!failed_.empty()) {
         end_unstarted(*r, FinishReason::ERROR, failed_);
         continue;
