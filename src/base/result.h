@@ -81,3 +81,11 @@ inline Status ok_status() {
     auto&& trellis_try_result_ = (expr);                               \
     if (!trellis_try_result_.ok()) return trellis_try_result_.error(); \
   } while (0)
+
+// Assigns the value of a Result expression to `target`, or returns its error.
+#define TRELLIS_ASSIGN(target, expr)                                         \
+  do {                                                                       \
+    auto trellis_assign_result_ = (expr);                                    \
+    if (!trellis_assign_result_.ok()) return trellis_assign_result_.error(); \
+    target = std::move(trellis_assign_result_).value();                      \
+  } while (0)

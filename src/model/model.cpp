@@ -63,13 +63,6 @@ Result<std::vector<float>> bind_vector(const GgufFile& file, const std::string& 
   return values;
 }
 
-#define TRELLIS_ASSIGN(target, expr)                                         \
-  do {                                                                       \
-    auto trellis_assign_result_ = (expr);                                    \
-    if (!trellis_assign_result_.ok()) return trellis_assign_result_.error(); \
-    target = std::move(trellis_assign_result_).value();                      \
-  } while (0)
-
 }  // namespace
 
 Workspace::Workspace(const ModelHParams& hp, int32_t max_rows) : max_rows_(max_rows) {
