@@ -38,7 +38,8 @@ endif()
 # Each module gets an include root of its own, ${CMAKE_BINARY_DIR}/include/NAME, that holds only a
 # link NAME -> src/NAME. A target therefore sees the headers of the modules it links (DEPS are
 # public, so their own DEPS come along) and no others: including a module that is not a declared
-# dependency fails to compile, which keeps the layering of DESIGN.md enforced by the build.
+# dependency fails to compile, which keeps the layering of docs/ARCHITECTURE.md enforced by the
+# build.
 function(trellis_module name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
   set(root ${CMAKE_BINARY_DIR}/include/${name})
