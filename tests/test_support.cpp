@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "bench/requests.h"
 #include "model/model_presets.h"
 #include "model/synth_model.h"
 
@@ -65,7 +64,7 @@ std::string temp_dir() {
 }
 
 EngineRequest greedy_request(std::vector<TokenId> prompt, int32_t max_tokens, bool return_logits) {
-  EngineRequest r = bench::greedy_request(std::move(prompt), max_tokens);
+  EngineRequest r = trellis::greedy_request(std::move(prompt), max_tokens);
   r.return_logits = return_logits;
   return r;
 }

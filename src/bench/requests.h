@@ -9,9 +9,9 @@
 
 namespace trellis::bench {
 
-// A greedy request that generates exactly max_tokens tokens (end of sequence ignored), so that
-// every run of a benchmark does the same work.
-EngineRequest greedy_request(std::vector<TokenId> prompt, int32_t max_tokens);
+// A greedy request that generates exactly max_tokens tokens (see engine.h), so that every run of
+// a benchmark does the same work.
+using trellis::greedy_request;
 
 // An error carrying the engine's message when the request failed; ok for any other end.
 Status output_status(const RequestOutput& out);

@@ -115,6 +115,34 @@ void DiskPrefixTier::spill(const EvictedNode& node, const KvStorage& kv) {
   }
 }
 
+bool DiskPrefixTier::start_load(PrefixCache& cache, KvStorage& kv, const Sequence& seq,
+                                DiskLoad& load, std::function<void()> done) {
+  if (seq.wants_prompt_logits) return false;
+  const std::span<const TokenId> prompt =
+      std::span<const TokenId>(seq.tokens).first(static_cast<size_t>(seq.n_prompt));
+  const PrefixMatch match = cache.match(seq.cache_namespace, prompt);
+  if (!plan(cache, seq.cache_namespace, prompt, match, load)) return false;
+  load_async([this, &seq, &kv, &load, prompt, done = std::move(done)] {
+    if (!reads_cancelled_) read(seq.cache_namespace, prompt, kv, load);
+    done();
+  });
+  return true;
+}
+
+int32_t DiskPrefixTier::finish_load(PrefixCache& cache, KvStorage& kv, const Sequence& seq,
+                                    DiskLoad& load) {
+  if (load.n_planned == 0) return 0;
+  const double ms = load.ms;
+  ++counters_.n_loads;
+  if (load.n_held == 0) ++counters_.n_loads_staged;
+  const std::span<const TokenId> prompt =
+      std::span<const TokenId>(seq.tokens).first(static_cast<size_t>(seq.n_prompt));
+  const int32_t n_tokens = install(cache, kv, seq.cache_namespace, prompt, load);
+  counters_.n_hit_tokens += n_tokens;
+  counters_.load_ms += ms;
+  return n_tokens;
+}
+
 int32_t DiskPrefixTier::max_tokens(std::span<const TokenId> prompt) const {
   return prompt.empty() ? 0 : static_cast<int32_t>(prompt.size()) - 1;
 }

@@ -5,11 +5,17 @@
 //   loop thread:    evict -> spill(node): the node's blocks not yet on disk (whole blocks, and
 //                   its partial last block) are copied out of the pool and queued for the tier's
 //                   writer (no I/O on the loop)
-//   loop thread:    a new request: plan(prompt, match) finds blocks on disk and holds pool
-//                   blocks for them -> load_async(job)
-//   loader thread:  job: read(load): the K/V straight into those pool blocks -> the request goes
+//   loop thread:    start_load(seq): a waiting request's prompt continues on disk: pool blocks
+//                   are held for those blocks and the read is queued; the request waits for its
+//                   KV (SequenceState::WAITING_FOR_KV, see sched/sequence.h)
+//   loader thread:  the read: the K/V straight into those pool blocks -> `done` hands the request
 //                   back to the loop
-//   loop thread:    install(cache, load): the read blocks are cached, then the request is queued
+//   loop thread:    finish_load(seq): the read blocks are cached, then the request is admitted
+//                   like any other, as a cache hit
+//
+// When: on arrival, and again when a request next to be admitted finds less of its prompt in the
+// pool than the disk holds (the requests admitted before it evicted its prefix to the tier). Not
+// earlier, while the slots are busy: what was read would be evicted again by the running ones.
 //
 // Reading into the pool, not into buffers of its own, matters on a restart: a long prompt's K/V
 // is tens of megabytes, and fresh memory costs more to touch than the read itself (the pool was
@@ -30,6 +36,7 @@
 // block the tree lacks (and tries each length of a partial block there).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -46,6 +53,7 @@
 #include "kv/kv_storage.h"
 #include "kvdisk/disk_tier.h"
 #include "prefix/prefix_cache.h"
+#include "sched/sequence.h"
 
 namespace trellis {
 
@@ -72,6 +80,15 @@ struct DiskLoad {
   double ms = 0;                  // reading and verifying them
 };
 
+// The loads' figures (loop thread).
+struct DiskLoadCounters {
+  int64_t n_hit_tokens = 0;    // prompt tokens cached from the tier, in total
+  double load_ms = 0;          // reading them
+  int64_t n_loads = 0;         // loads finished
+  int64_t n_loads_staged = 0;  // of those, read into memory of their own and copied into the
+                               // pool (it had no blocks to spare while they read)
+};
+
 class DiskPrefixTier {
  public:
   // Opens the tier for the model and KV layout (identity, lock, index). Errors as DiskTier::open.
@@ -87,34 +104,48 @@ class DiskPrefixTier {
   // observer call).
   void spill(const EvictedNode& node, const KvStorage& kv);
 
-  // Loop thread: plans the load of the prompt's blocks after what the cache matched in memory
-  // (reading stops at the match cap, prompt length - 1, so that the last prompt token is always
-  // computed), holding pool blocks for it when the cap allows. False when the disk has nothing
-  // beyond the match.
-  bool plan(PrefixCache& cache, std::string_view ns, std::span<const TokenId> prompt,
-            const PrefixMatch& match, DiskLoad& load);
-  // Runs `job` on the loader thread (jobs run in order; every queued job runs, even at shutdown).
-  void load_async(std::function<void()> job);
-  // Waits until every job queued so far has run.
+  // Loop thread: when the tier holds more of `seq`'s prompt than the pool, plans the read into
+  // `load` and queues it; `done` runs on the loader thread once it is read, to hand the sequence
+  // back to the loop (then finish_load). False when there is nothing to read, or the sequence
+  // wants its prompt's logits (cached positions have none). `seq` and `load` must stay alive and
+  // untouched until `done`.
+  bool start_load(PrefixCache& cache, KvStorage& kv, const Sequence& seq, DiskLoad& load,
+                  std::function<void()> done);
+  // Loop thread: caches what the load read for `seq`, lets go of its blocks and counts it.
+  // Returns the prompt tokens the cache took from disk (0 when a staged load finds the blocks
+  // before its first one evicted meanwhile, or the pool has no room: the request then computes
+  // them).
+  int32_t finish_load(PrefixCache& cache, KvStorage& kv, const Sequence& seq, DiskLoad& load);
+  // Loads still queued, and those started from now on, skip the read (shutdown); `done` still
+  // runs. Any thread.
+  void cancel_reads() { reads_cancelled_ = true; }
+  // Waits until every load queued so far has run.
   void wait_loads();
-  // Loader thread: reads the planned blocks (the last one may be partial).
-  void read(std::string_view ns, std::span<const TokenId> prompt, KvStorage& kv, DiskLoad& load);
-  // Loop thread: caches what `load` read, under the blocks the cache holds before it, and lets go
-  // of its blocks. Returns the prompt tokens the cache took from disk (0 when a staged load
-  // finds the blocks before first_block evicted meanwhile, or the pool has no room: the request
-  // then computes them).
-  int32_t install(PrefixCache& cache, KvStorage& kv, std::string_view ns,
-                  std::span<const TokenId> prompt, DiskLoad& load);
   // Loop thread (or after it): lets go of a load's blocks without caching them.
   void release(PrefixCache& cache, DiskLoad& load);
 
   // Waits until every queued write is durable.
   void wait_writes() { tier_->wait_idle(); }
   DiskTierStats stats() const { return tier_->stats(); }
+  const DiskLoadCounters& load_counters() const { return counters_; }
 
  private:
   DiskPrefixTier() = default;
   void loader_loop();
+  // Plans the load of the prompt's blocks after what the cache matched in memory (reading stops
+  // at the match cap, prompt length - 1, so that the last prompt token is always computed),
+  // holding pool blocks for it when the cap allows. False when the disk has nothing beyond the
+  // match.
+  bool plan(PrefixCache& cache, std::string_view ns, std::span<const TokenId> prompt,
+            const PrefixMatch& match, DiskLoad& load);
+  // Runs `job` on the loader thread (jobs run in order; every queued job runs, even at shutdown).
+  void load_async(std::function<void()> job);
+  // Loader thread: reads the planned blocks (the last one may be partial).
+  void read(std::string_view ns, std::span<const TokenId> prompt, KvStorage& kv, DiskLoad& load);
+  // Caches what `load` read, under the blocks the cache holds before it, and lets go of its
+  // blocks; the prompt tokens the cache took (see finish_load).
+  int32_t install(PrefixCache& cache, KvStorage& kv, std::string_view ns,
+                  std::span<const TokenId> prompt, DiskLoad& load);
   // The most prompt tokens worth reading: all but the last, which is always computed.
   int32_t max_tokens(std::span<const TokenId> prompt) const;
   // The first block of the prompt worth reading from disk, given what the cache matched in
@@ -126,6 +157,8 @@ class DiskPrefixTier {
   int32_t block_size_ = 0;
   int32_t max_held_blocks_ = 0;
   int32_t n_held_blocks_ = 0;  // fresh pool blocks held by loads (loop thread)
+  DiskLoadCounters counters_;  // loop thread
+  std::atomic<bool> reads_cancelled_{false};
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<std::function<void()>> jobs_;

@@ -8,7 +8,9 @@
 #include <optional>
 
 #include "engine/disk_prefix.h"
+#include "engine/local_executor.h"
 #include "engine/model_runtime.h"
+#include "engine/pipeline_executor.h"
 #include "engine/stop_matcher.h"
 #include "sample/rng.h"
 #include "sample/sampler.h"
@@ -22,6 +24,15 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 }
 
 }  // namespace
+
+EngineRequest greedy_request(std::vector<TokenId> prompt, int32_t max_tokens) {
+  EngineRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.sampling.temperature = 0;
+  r.ignore_eos = true;
+  return r;
+}
 
 double RequestStats::prefill_tokens_per_s() const {
   const double ms = prefill_ms();
@@ -92,81 +103,134 @@ struct Engine::Request : Sequence {
   StopCondition condition;
   std::optional<Sampler> sampler;
   std::optional<StopMatcher> stop;
-  std::function<void(std::string_view)> on_text;
+  RequestEvents events;
   std::string step_text;  // the text of the token being emitted; reused, sized at submission
   // Branches of a fork waiting for this request's prompt logits (then they share its blocks).
   std::vector<std::shared_ptr<Request>> branches;
   RequestOutput output;  // filled as it runs, handed to the channel at the end
   Clock::time_point submitted;
   bool started = false;        // admitted at least once (queue time recorded)
-  bool disk_checked = false;   // looked for on the disk tier (on arrival; again if evicted)
   int32_t n_disk_reloads = 0;  // loads after arrival: its prefix was evicted while it waited
-  DiskLoad disk_load;          // blocks the loader read, until installed
+  DiskLoad disk_load;          // blocks the loader reads, until finished (WAITING_FOR_KV)
   int32_t n_disk_tokens = 0;   // prompt tokens the cache took from disk for this request
 };
 
 Result<std::unique_ptr<Engine>> Engine::create(const std::string& model_path,
                                                const EngineConfig& config) {
   auto engine = std::unique_ptr<Engine>(new Engine());
-  TRELLIS_TRY(engine->init(model_path, config));
+  TRELLIS_TRY(engine->init_from_file(model_path, config));
   engine->thread_ = std::thread([e = engine.get()] { e->loop(); });
   return engine;
 }
 
-Status Engine::init(const std::string& model_path, const EngineConfig& config) {
+Result<std::unique_ptr<Engine>> Engine::create(EngineBackend backend, const EngineConfig& config) {
+  auto engine = std::unique_ptr<Engine>(new Engine());
+  TRELLIS_TRY(engine->init_from_backend(std::move(backend), config));
+  engine->thread_ = std::thread([e = engine.get()] { e->loop(); });
+  return engine;
+}
+
+namespace {
+
+Status check_config(const EngineConfig& config) {
   const SchedulerConfig& sc = config.scheduler;
   if (config.block_size <= 0 || sc.max_seqs < 1 || sc.max_batch_tokens < sc.max_seqs ||
       sc.max_wait_steps < 0) {
     return Error{"block size must be positive, max_seqs >= 1, batch tokens >= max_seqs"};
   }
-  pipeline_ = config.pipeline;
-  on_failure_ = config.on_failure;
+  return {};
+}
+
+}  // namespace
+
+Status Engine::init_from_file(const std::string& model_path, const EngineConfig& config) {
+  TRELLIS_TRY(check_config(config));
+  Pipeline* const pipeline = config.pipeline;
   ChooseLayers choose;
-  if (pipeline_ != nullptr)
-    choose = [this](const GgufFile& f) { return pipeline_->local_layers(f); };
+  if (pipeline != nullptr)
+    choose = [pipeline](const GgufFile& f) { return pipeline->local_layers(f); };
   Result<LoadedModel> loaded = load_model(model_path, choose);
   if (!loaded.ok()) return loaded.error();
   file_ = std::move(loaded->file);
   model_ = std::move(loaded->model);
   tokenizer_ = std::move(loaded->tokenizer);
-  const ModelHParams& hp = model_->hparams();
-  n_vocab_ = static_cast<int32_t>(hp.n_vocab);
   Result<KvRuntime> runtime =
       create_kv_runtime(*model_, config.block_size, config.kv_type, config.n_ctx, config.kv_bytes,
                         config.kv_tokens, config.prefix_cache);
   if (!runtime.ok()) return runtime.error();
-  n_ctx_ = runtime->n_ctx;
+  adopt_kv(std::move(runtime).value());
   // No sequence grows beyond the context: RoPE is fixed for it (LongRoPE's factor choice).
   model_->set_context_length(n_ctx_);
-  kv_ = std::move(runtime->kv);
-  blocks_ = std::move(runtime->blocks);
-  cache_ = std::move(runtime->cache);
   if (!config.cache_dir.empty()) TRELLIS_TRY(open_disk_tier(model_path, config));
-  // A pipeline of n stages keeps n steps in flight, one per stage, each with its own group of
-  // the running sequences; in one process a step comes back before the next is planned.
-  const int32_t depth = pipeline_ != nullptr ? pipeline_->n_stages() : 1;
+  const int32_t max_rows = config.scheduler.max_batch_tokens;
+  if (pipeline != nullptr) {
+    Result<std::unique_ptr<PipelineExecutor>> executor =
+        PipelineExecutor::create(*pipeline, *model_, *kv_, max_rows, n_ctx_, config.n_threads);
+    if (!executor.ok()) return executor.error();
+    executor_ = std::move(executor).value();
+  } else {
+    executor_ = std::make_unique<LocalExecutor>(*model_, *kv_, max_rows, n_ctx_, config.n_threads);
+  }
+  return init_loop(config);
+}
+
+Status Engine::init_from_backend(EngineBackend backend, const EngineConfig& config) {
+  TRELLIS_TRY(check_config(config));
+  if (config.pipeline != nullptr || !config.cache_dir.empty())
+    return Error{"an engine without a model file has no pipeline and no disk tier"};
+  if (backend.tokenizer == nullptr || !backend.make_executor)
+    return Error{"an engine backend needs a tokenizer and an executor"};
+  tokenizer_ = std::move(backend.tokenizer);
+  KvLayout layout = backend.kv_layout;
+  layout.block_size = config.block_size;
+  layout.type = config.kv_type;
+  Result<KvRuntime> runtime =
+      create_kv_runtime(layout, layout.n_layer, backend.n_ctx, config.kv_bytes, config.kv_tokens,
+                        config.prefix_cache);
+  if (!runtime.ok()) return runtime.error();
+  adopt_kv(std::move(runtime).value());
+  Result<std::unique_ptr<StepExecutor>> executor = backend.make_executor(*kv_);
+  if (!executor.ok()) return executor.error();
+  executor_ = std::move(executor).value();
+  return init_loop(config);
+}
+
+void Engine::adopt_kv(KvRuntime runtime) {
+  n_ctx_ = runtime.n_ctx;
+  kv_ = std::move(runtime.kv);
+  blocks_ = std::move(runtime.blocks);
+  cache_ = std::move(runtime.cache);
+}
+
+Status Engine::init_loop(const EngineConfig& config) {
+  const SchedulerConfig& sc = config.scheduler;
+  on_failure_ = config.on_failure;
+  n_vocab_ = static_cast<int32_t>(tokenizer_->vocab().size());
+  // An executor of depth n keeps n steps in flight (a pipeline: one per stage), each with its own
+  // group of the running sequences; with depth 1 a step comes back before the next is planned.
+  const int32_t depth = executor_->depth();
   SchedulerConfig scheduling = sc;
   scheduling.decode_groups = depth;
   scheduler_ = std::make_unique<Scheduler>(*cache_, scheduling);
   in_flight_.resize(static_cast<size_t>(depth));
   for (InFlightStep& step : in_flight_) step.plan.chunks.reserve(static_cast<size_t>(sc.max_seqs));
-  workspace_ = std::make_unique<Workspace>(hp, sc.max_batch_tokens);
-  threads_ = std::make_unique<ThreadPool>(
-      config.n_threads > 0 ? config.n_threads : ThreadPool::default_thread_count());
   // The step loop's own buffers, sized for the largest step (see submit() for the requests').
-  workspace_->attention_scratch.reserve(threads_->size(), kv_->layout(), hp.n_head, n_ctx_);
   batch_.reserve(sc.max_batch_tokens, sc.max_seqs);
   logits_.resize(static_cast<size_t>(sc.max_seqs) * static_cast<size_t>(n_vocab_));
   active_.reserve(static_cast<size_t>(sc.max_seqs));
   stats_.n_blocks_total = blocks_->n_total();
   stats_.n_blocks_free = blocks_->n_free();
-  if (pipeline_ != nullptr) {
-    kv_->log_copies_to(&block_copies_);
-    block_copies_.reserve(static_cast<size_t>(sc.max_seqs) * 2);
-    TRELLIS_TRY(pipeline_->begin_engine(PipelineSetup{
-        kv_->n_blocks(), config.block_size, config.kv_type, sc.max_batch_tokens, n_ctx_}));
-  }
   return {};
+}
+
+const Model& Engine::model() const {
+  assert(model_ != nullptr && "the engine was not created from a model file");
+  return *model_;
+}
+
+const GgufFile& Engine::file() const {
+  assert(file_ != nullptr && "the engine was not created from a model file");
+  return *file_;
 }
 
 Engine::~Engine() {
@@ -175,18 +239,23 @@ Engine::~Engine() {
     stopping_ = true;
   }
   wake_.notify_all();
+  if (disk_ != nullptr) disk_->cancel_reads();
   if (thread_.joinable()) thread_.join();
-  // The loader runs its last jobs (without reading: stopping_), which hand their requests back
-  // after the loop is gone; their held blocks go back before the tier closes, which then writes
-  // what the loop spilled.
-  if (disk_ != nullptr) disk_->wait_loads();
+  // The loader runs its last jobs (without reading), which hand their requests (ended by the loop
+  // as it stopped) back after the loop is gone; their held blocks go back before the tier closes,
+  // which then writes what the loop spilled.
+  if (disk_ != nullptr) {
+    disk_->wait_loads();
+    for (const auto& r : kv_arrived_) disk_->release(*cache_, r->disk_load);
+    kv_arrived_.clear();
+  }
   cancel_unstarted();
   disk_.reset();
-  if (pipeline_ != nullptr && kv_ != nullptr) pipeline_->end_engine();
+  executor_.reset();  // a pipeline's other stages let go of the engine's KV
 }
 
 Status Engine::open_disk_tier(const std::string& model_path, const EngineConfig& config) {
-  if (pipeline_ != nullptr)
+  if (config.pipeline != nullptr)
     return Error{"--cache-dir cannot be used with --pipeline: the KV blocks are split over ranks"};
   if (!config.prefix_cache.enabled)
     return Error{"--cache-dir needs the prefix cache (--prefix-cache on)"};
@@ -206,67 +275,46 @@ Status Engine::open_disk_tier(const std::string& model_path, const EngineConfig&
   return {};
 }
 
-bool Engine::load_from_disk_first(const std::shared_ptr<Request>& r) {
-  r->disk_checked = true;
-  if (disk_ == nullptr || r->wants_prompt_logits) return false;
-  const std::span<const TokenId> prompt(r->params.prompt);
-  const PrefixMatch match = cache_->match(r->cache_namespace, prompt);
-  if (!disk_->plan(*cache_, r->cache_namespace, prompt, match, r->disk_load)) return false;
-  disk_->load_async([this, r] {
-    bool stopping = false;
+bool Engine::start_disk_load(const std::shared_ptr<Request>& r) {
+  if (disk_ == nullptr) return false;
+  const bool started = disk_->start_load(*cache_, *kv_, *r, r->disk_load, [this, r] {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      stopping = stopping_;
-    }
-    if (!stopping) disk_->read(r->cache_namespace, r->params.prompt, *kv_, r->disk_load);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      submitted_.push_back(r);
+      kv_arrived_.push_back(r);
     }
     wake_.notify_all();
   });
-  return true;
+  if (started) scheduler_->wait_for_kv(r.get());
+  return started;
 }
 
 // A request waiting in the queue may find less of its prompt in the pool than the disk tier
 // holds: the requests admitted before it evicted its prefix (to the tier), or there was no room
 // for it on arrival. When it is next to be admitted (a slot is free, it heads the queue in policy
-// order), it leaves the queue to have the prefix read back and returns through the arrivals, and
-// admissions are held until then (the running requests go on), so that no other request takes its
-// slot and evicts what was read before it runs. Reading earlier, while the slots are busy, would
-// fill the pool with blocks the running requests evict again. Bounded per request, so that a pool
-// too small to keep what was read cannot make it go round forever.
+// order), it waits for its prefix to be read back, and keeps its turn meanwhile (see
+// sched/sequence.h). Bounded per request, so that a pool too small to keep what was read cannot
+// make it go round forever.
 void Engine::reload_evicted_prefixes() {
-  if (disk_ == nullptr || loading_head_ != nullptr) return;
+  if (disk_ == nullptr) return;
   constexpr int32_t kMaxReloads = 3;
   Sequence* const head = scheduler_->next_admission();
   if (head == nullptr) return;
   const auto it =
       std::find_if(active_.begin(), active_.end(), [&](const auto& r) { return r.get() == head; });
   if (it == active_.end()) return;
-  const std::shared_ptr<Request> r = *it;
+  const std::shared_ptr<Request>& r = *it;
   if (r->admitted_once || !r->branches.empty() || r->n_disk_reloads >= kMaxReloads) return;
-  if (!load_from_disk_first(r)) return;  // the pool already holds what the tier has
-  ++r->n_disk_reloads;
-  scheduler_->remove(r.get());
-  active_.erase(it);  // back once read
-  loading_head_ = r.get();
-  scheduler_->hold_admissions(true);
+  if (start_disk_load(r)) ++r->n_disk_reloads;
 }
 
-bool Engine::idle_while_loading() const {
-  return loading_head_ != nullptr && scheduler_->running().empty() && n_in_flight_ == 0;
-}
-
-void Engine::install_from_disk(Request& r) {
-  if (r.disk_load.n_planned == 0) return;
-  const double ms = r.disk_load.ms;
-  ++n_disk_loads_;
-  if (r.disk_load.n_held == 0) ++n_disk_loads_staged_;
-  r.n_disk_tokens = disk_->install(*cache_, *kv_, r.cache_namespace, r.params.prompt, r.disk_load);
-  r.output.stats.disk_load_ms = ms;
-  n_disk_hit_tokens_ += r.n_disk_tokens;
-  disk_load_ms_ += ms;
+void Engine::finish_disk_load(Request& r) {
+  if (r.state == SequenceState::FINISHED) {  // cancelled or failed while it read
+    disk_->release(*cache_, r.disk_load);
+    return;
+  }
+  r.output.stats.disk_load_ms = r.disk_load.ms;
+  r.n_disk_tokens = disk_->finish_load(*cache_, *kv_, r, r.disk_load);
+  scheduler_->kv_ready(&r);
 }
 
 void Engine::cancel_unstarted() {
@@ -279,14 +327,16 @@ void Engine::cancel_unstarted() {
 }
 
 void Engine::end_unstarted(Request& r, FinishReason reason, const std::string& error) {
-  if (disk_ != nullptr) disk_->release(*cache_, r.disk_load);         // a load's held blocks
   for (const auto& b : r.branches) end_unstarted(*b, reason, error);  // a fork's other handles
   r.branches.clear();
-  std::lock_guard<std::mutex> channel_lock(r.channel->mutex);
-  r.channel->output.finish_reason = reason;
-  r.channel->output.error = error;
-  r.channel->finished = true;
-  r.channel->changed.notify_all();
+  {
+    std::lock_guard<std::mutex> channel_lock(r.channel->mutex);
+    r.channel->output.finish_reason = reason;
+    r.channel->output.error = error;
+    r.channel->finished = true;
+    r.channel->changed.notify_all();
+  }
+  if (r.events.on_end) r.events.on_end(r.channel->output);  // read-only once finished
 }
 
 std::string Engine::failure() const {
@@ -314,8 +364,8 @@ Status Engine::check_request(const EngineRequest& request) const {
   return request.sampling.validate();
 }
 
-Result<std::shared_ptr<Engine::Request>> Engine::make_request(
-    EngineRequest params, std::function<void(std::string_view)> on_text) {
+Result<std::shared_ptr<Engine::Request>> Engine::make_request(EngineRequest params,
+                                                              RequestEvents events) {
   if (std::string why = failure(); !why.empty()) return Error{"the engine has stopped: " + why};
   TRELLIS_TRY(check_request(params));
   auto r = std::make_shared<Request>();
@@ -341,7 +391,7 @@ Result<std::shared_ptr<Engine::Request>> Engine::make_request(
   r->n_prompt = static_cast<int32_t>(params.prompt.size());
   r->wants_prompt_logits = params.return_prompt_logits;
   r->params = std::move(params);
-  r->on_text = std::move(on_text);
+  r->events = std::move(events);
   r->submitted = Clock::now();
   r->output.stats.n_prompt_tokens = r->n_prompt;
   reserve_output(*r);
@@ -367,13 +417,12 @@ void Engine::reserve_output(Request& r) const {
   r.step_text.reserve(2 * max_token_bytes);  // one token's text, or the last one's with the tail
   // Pull mode: room for the whole text, so that however far the reader falls behind, the loop
   // appends without allocating.
-  if (!r.on_text) r.channel->pending_text.reserve(r.output.text.capacity());
+  if (!r.events.on_text) r.channel->pending_text.reserve(r.output.text.capacity());
   if (r.params.return_logits) r.output.logits.reserve(max_generated);
 }
 
-Result<RequestHandle> Engine::submit(EngineRequest request,
-                                     std::function<void(std::string_view)> on_text) {
-  Result<std::shared_ptr<Request>> r = make_request(std::move(request), std::move(on_text));
+Result<RequestHandle> Engine::submit(EngineRequest request, RequestEvents events) {
+  Result<std::shared_ptr<Request>> r = make_request(std::move(request), std::move(events));
   if (!r.ok()) return r.error();
   RequestHandle handle((*r)->channel);
   {
@@ -393,9 +442,8 @@ Result<RequestOutput> Engine::run(EngineRequest request,
   return out;
 }
 
-Result<std::vector<RequestHandle>> Engine::fork(
-    EngineRequest request, int32_t n,
-    std::function<void(int32_t branch, std::string_view text)> on_text) {
+Result<std::vector<RequestHandle>> Engine::fork(EngineRequest request, int32_t n,
+                                                ForkEvents events) {
   if (n < 1) return Error{"fork needs at least one branch"};
   if (request.return_prompt_logits && n > 1)
     return Error{"prompt logits are kept for one request, not for the branches of a fork"};
@@ -404,9 +452,18 @@ Result<std::vector<RequestHandle>> Engine::fork(
   for (int32_t i = 0; i < n; ++i) {
     EngineRequest branch = request;
     branch.sampling.seed = derive_seed(seed, static_cast<uint64_t>(i));
-    std::function<void(std::string_view)> branch_text;
-    if (on_text) branch_text = [on_text, i](std::string_view text) { on_text(i, text); };
-    Result<std::shared_ptr<Request>> r = make_request(std::move(branch), std::move(branch_text));
+    RequestEvents branch_events;
+    if (events.on_text) {
+      branch_events.on_text = [on_text = events.on_text, i](std::string_view text) {
+        on_text(i, text);
+      };
+    }
+    if (events.on_end) {
+      branch_events.on_end = [on_end = events.on_end, i](const RequestOutput& output) {
+        on_end(i, output);
+      };
+    }
+    Result<std::shared_ptr<Request>> r = make_request(std::move(branch), std::move(branch_events));
     if (!r.ok()) return r.error();
     branches.push_back(std::move(r).value());
   }
@@ -493,41 +550,42 @@ void Engine::loop() {
   // The queues are swapped with these (emptied) vectors under the lock, so both sides keep their
   // capacity and an iteration with nothing new allocates nothing.
   std::vector<std::shared_ptr<Request>> arrivals;
+  std::vector<std::shared_ptr<Request>> kv_arrived;
   std::vector<std::function<void()>> tasks;
+  bool idle_until_kv = false;  // nothing can run until a disk load comes back
   for (;;) {
     arrivals.clear();
+    kv_arrived.clear();
     tasks.clear();
     {
       std::unique_lock<std::mutex> lock(mutex_);
       // Requests that wait only on a load need no step: the loader's return wakes the loop.
       wake_.wait(lock, [&] {
-        return stopping_ || !submitted_.empty() || !tasks_.empty() ||
-               (!active_.empty() && !idle_while_loading());
+        return stopping_ || !submitted_.empty() || !tasks_.empty() || !kv_arrived_.empty() ||
+               (!active_.empty() && !idle_until_kv);
       });
       if (stopping_) break;
       arrivals.swap(submitted_);
+      kv_arrived.swap(kv_arrived_);
       tasks.swap(tasks_);
     }
     for (std::function<void()>& task : tasks) task();
+    for (const std::shared_ptr<Request>& r : kv_arrived) finish_disk_load(*r);
     for (std::shared_ptr<Request>& r : arrivals) {
       // Accepted by submit() just before a failure: nothing runs on a failed engine.
       if (!failed_.empty()) {
         end_unstarted(*r, FinishReason::ERROR, failed_);
         continue;
       }
-      if (!r->disk_checked && load_from_disk_first(r)) continue;  // back once read
-      install_from_disk(*r);
       scheduler_->enqueue(r.get());
-      if (r.get() == loading_head_) {  // its prefix is back: admissions go on
-        loading_head_ = nullptr;
-        scheduler_->hold_admissions(false);
-      }
+      start_disk_load(r);  // its prompt continues on disk: it waits for that KV
       for (const auto& b : r->branches) active_.push_back(b);
       active_.push_back(std::move(r));
     }
     cancel_requested();
     reload_evicted_prefixes();
-    if (!active_.empty() && !idle_while_loading()) {
+    idle_until_kv = n_in_flight_ == 0 && scheduler_->idle_until_kv();
+    if (!active_.empty() && !idle_until_kv) {
       [[maybe_unused]] const bool ran = step();
       // Something always runs while requests are active: a lone request fits the pool once the
       // cache is evicted (see size_kv_pool), and fork branches wait only on a running leader.
@@ -565,8 +623,10 @@ void Engine::cancel_requested() {
   if (!any) return;
   // finish() erases from active_ (and may finish fork branches too): walk a copy.
   for (const auto& r : std::vector<std::shared_ptr<Request>>(active_)) {
-    // A request in flight ends once its step is back (its blocks are still being written).
-    if (r->channel->cancel.load() && r->state != SequenceState::FINISHED && !r->in_flight) {
+    // A request in flight ends once its step is back (its blocks are still being written), one
+    // waiting for KV once its read is back (the loader writes into its blocks).
+    if (r->channel->cancel.load() && r->state != SequenceState::FINISHED && !r->in_flight &&
+        r->state != SequenceState::WAITING_FOR_KV) {
       finish(*r, FinishReason::CANCELLED);
     }
   }
@@ -610,7 +670,7 @@ bool Engine::step() {
     max_in_flight_ = std::max(max_in_flight_, n_in_flight_);
     ran = true;
   }
-  // The oldest step comes back when the pipeline is full, or when nothing more could be sent.
+  // The oldest step comes back when the executor is full, or when nothing more could be sent.
   // A step that prefills comes back before the next is planned: the prefixes it caches must be
   // there when the next admissions look for them (decode steps cache nothing until they end).
   const bool prefills = std::any_of(plan.chunks.begin(), plan.chunks.end(),
@@ -626,11 +686,7 @@ bool Engine::step() {
 
 Status Engine::launch(const InFlightStep& step) {
   logits_.resize(std::max(logits_.size(), step.n_output_rows * size_t(n_vocab_)));
-  if (pipeline_ == nullptr) {  // computed at once: collect_oldest() finds the logits there
-    model_->forward(batch_, *kv_, *workspace_, *threads_, logits_.data());
-    return {};
-  }
-  return pipeline_->launch(*model_, batch_, *kv_, *workspace_, *threads_, block_copies_);
+  return executor_->launch(batch_);
 }
 
 void Engine::collect_oldest() {
@@ -639,11 +695,9 @@ void Engine::collect_oldest() {
   --n_in_flight_;
   logits_.resize(std::max(logits_.size(), step.n_output_rows * size_t(n_vocab_)));
   for (const ScheduledChunk& c : step.plan.chunks) c.seq->in_flight = false;
-  if (pipeline_ != nullptr) {
-    if (Status collected = pipeline_->collect(*model_, logits_.data()); !collected.ok()) {
-      fail(collected.error().message);
-      return;
-    }
+  if (Status collected = executor_->collect(logits_.data()); !collected.ok()) {
+    fail(collected.error().message);
+    return;
   }
   scheduler_->complete(step.plan);
   // The output rows come chunk by chunk, each chunk's last n_logit_rows() rows in order.
@@ -703,10 +757,11 @@ void Engine::refresh_stats(int64_t n_new_preemptions, double plan_ms) {
   stats_.scheduler_ms += plan_ms;
   stats_.max_steps_in_flight = static_cast<int32_t>(max_in_flight_);
   if (disk_ != nullptr) {
-    stats_.n_disk_hit_tokens = n_disk_hit_tokens_;
-    stats_.disk_load_ms = disk_load_ms_;
-    stats_.n_disk_loads = n_disk_loads_;
-    stats_.n_disk_loads_staged = n_disk_loads_staged_;
+    const DiskLoadCounters& loads = disk_->load_counters();
+    stats_.n_disk_hit_tokens = loads.n_hit_tokens;
+    stats_.disk_load_ms = loads.load_ms;
+    stats_.n_disk_loads = loads.n_loads;
+    stats_.n_disk_loads_staged = loads.n_loads_staged;
   }
 }
 
@@ -776,8 +831,8 @@ void Engine::sample_and_emit(Request& r, const float* logits) {
   }
   if (!text.empty()) {
     r.output.text += text;
-    if (r.on_text) {
-      r.on_text(text);
+    if (r.events.on_text) {
+      r.events.on_text(text);
     } else {
       std::lock_guard<std::mutex> lock(r.channel->mutex);
       r.channel->pending_text += text;
@@ -805,12 +860,14 @@ void Engine::finish(Request& r, FinishReason reason) {
   r.output.finish_reason = reason;
   if (reason == FinishReason::ERROR && r.output.error.empty())
     r.output.error = "the request it forked from failed";
+  refresh_stats(0, 0);  // before anyone learns of the end: the figures show its blocks back
   {
     std::lock_guard<std::mutex> lock(r.channel->mutex);
     r.channel->output = std::move(r.output);
     r.channel->finished = true;
     r.channel->changed.notify_all();
   }
+  if (r.events.on_end) r.events.on_end(r.channel->output);  // read-only once finished
   auto it = std::find_if(active_.begin(), active_.end(),
                          [&](const std::shared_ptr<Request>& a) { return a.get() == &r; });
   if (it != active_.end()) active_.erase(it);

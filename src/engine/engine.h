@@ -5,8 +5,9 @@
 //
 //   Engine::create(model, config) -> engine
 //   engine.run(request)    -> the RequestOutput, once the request has ended
-//   engine.submit(request) -> RequestHandle: next_text() to pull text as it comes (or an
-//                             on_text callback), cancel(), wait() for the RequestOutput
+//   engine.submit(request) -> RequestHandle: next_text() to pull text as it comes (or the
+//                             on_text event), cancel(), wait() for the RequestOutput (or the
+//                             on_end event)
 //   engine.fork(request, n) -> n handles sharing the prompt's blocks (prefilled once)
 //   engine.warm(ns, prefix)   -> caches a prefix before the requests that use it
 //
@@ -26,8 +27,8 @@
 #include <vector>
 
 #include "base/result.h"
-#include "base/thread_pool.h"
 #include "cluster/pipeline.h"
+#include "engine/step_executor.h"
 #include "gguf/gguf_file.h"
 #include "kv/block_pool.h"
 #include "kv/kv_storage.h"
@@ -88,6 +89,10 @@ struct EngineRequest {
   bool return_prompt_logits = false;
 };
 
+// A greedy request that generates exactly max_tokens tokens (end of sequence ignored): the same
+// work on every run, as tests and benchmarks want.
+EngineRequest greedy_request(std::vector<TokenId> prompt, int32_t max_tokens);
+
 struct RequestStats {
   int32_t n_prompt_tokens = 0;
   int32_t n_cached_tokens = 0;       // prompt tokens served by the prefix cache at admission
@@ -122,9 +127,37 @@ struct RequestOutput {
                                                   // return_prompt_logits
 };
 
+// What a request tells its submitter as it runs. Both are called on the engine's thread (or, for
+// a request that never started, on the thread that stops the engine): keep them short.
+struct RequestEvents {
+  // Each piece of text as it is produced. Absent: pull the text with RequestHandle::next_text.
+  std::function<void(std::string_view text)> on_text;
+  // Once, when the request has ended, after its last text: its whole output (finish reason,
+  // error, stats), the same that RequestHandle::wait returns from then on.
+  std::function<void(const RequestOutput& output)> on_end;
+};
+
+// The same for the branches of a fork, each event with its branch index.
+struct ForkEvents {
+  std::function<void(int32_t branch, std::string_view text)> on_text;
+  std::function<void(int32_t branch, const RequestOutput& output)> on_end;
+};
+
+// An engine without a model file: what it needs in place of one. Tests drive the loop through a
+// scripted executor this way, with no weights at all (tests/unit/engine/).
+struct EngineBackend {
+  std::unique_ptr<Tokenizer> tokenizer;  // its vocab is the model's
+  // The blocks the executor reads and writes; block_size and type come from EngineConfig.
+  KvLayout kv_layout;
+  int32_t n_ctx = 0;  // tokens per sequence (the pool's size may shorten it, see size_kv_pool)
+  // Called once the pool's storage exists, with it.
+  std::function<Result<std::unique_ptr<StepExecutor>>(KvStorage& kv)> make_executor;
+};
+
 // The shared state between the engine loop and one request's handle.
 struct RequestChannel;
 class DiskPrefixTier;
+struct KvRuntime;
 
 class RequestHandle {
  public:
@@ -179,8 +212,11 @@ class Engine {
  public:
   using Clock = std::chrono::steady_clock;
 
+  // An engine over a GGUF model file: the forward pass runs here, or down config.pipeline.
   static Result<std::unique_ptr<Engine>> create(const std::string& model_path,
                                                 const EngineConfig& config);
+  // An engine over `backend`'s executor (no disk tier, no pipeline).
+  static Result<std::unique_ptr<Engine>> create(EngineBackend backend, const EngineConfig& config);
   // Cancels whatever still runs and joins the loop.
   ~Engine();
   Engine(const Engine&) = delete;
@@ -188,25 +224,25 @@ class Engine {
 
   // Queues a request. Errors at once for what can never run: an empty prompt, a prompt longer
   // than the context, a token outside the vocab, bad sampling parameters or stop strings.
-  // on_text, when given, is called on the engine's thread with each piece of text (keep it short);
-  // otherwise pull the text with RequestHandle::next_text.
+  // `events` tell of the request's text and end as they happen (see RequestEvents).
   //
   // Steps allocate nothing once requests are running: the request's buffers (tokens, block table,
   // text) are sized here, on the caller's thread, for the most it can generate; the engine only
   // appends to them. What the caller asks for per token is the exception: return_logits keeps a
   // vector per token and return_prompt_logits one per prompt position.
+  Result<RequestHandle> submit(EngineRequest request, RequestEvents events);
   Result<RequestHandle> submit(EngineRequest request,
-                               std::function<void(std::string_view)> on_text = {});
+                               std::function<void(std::string_view)> on_text = {}) {
+    return submit(std::move(request), RequestEvents{std::move(on_text), {}});
+  }
   // Submits the request and waits for its end: its output, or an error when it cannot be
   // submitted or fails (finish reason ERROR). on_text as in submit.
   Result<RequestOutput> run(EngineRequest request,
                             std::function<void(std::string_view)> on_text = {});
   // n requests that share the prompt's KV blocks: the prompt is prefilled once, then each branch
   // samples on its own (branch i uses seed derive_seed(request.sampling.seed, i)).
-  // on_text, when given, receives (branch index, text) on the engine's thread, as in submit.
-  Result<std::vector<RequestHandle>> fork(
-      EngineRequest request, int32_t n,
-      std::function<void(int32_t branch, std::string_view text)> on_text = {});
+  // `events` as in submit, with the branch's index.
+  Result<std::vector<RequestHandle>> fork(EngineRequest request, int32_t n, ForkEvents events = {});
   // n branches that continue a finished request's history (its prompt + output, still cached
   // unless evicted, so only its last token is recomputed): tree-of-thought style branching.
   // `params` gives the branches' sampling, max_tokens and stops; its prompt is replaced.
@@ -215,7 +251,8 @@ class Engine {
   // Caches `prefix` in namespace `ns` (a request with max_tokens 0) and waits for it.
   Status warm(const std::string& ns, std::vector<TokenId> prefix);
 
-  // The figures as of the last step (or the last flush_cache / check_invariants call).
+  // The figures as of the last step (or the last flush_cache / check_invariants call, or the end
+  // of a request: a request's released blocks show here by the time its handle says finished).
   EngineStats stats() const;
   // Evicts every cached prefix (blocks of running requests stay). Waits for the loop, and with a
   // disk tier until the evicted blocks are written there.
@@ -224,25 +261,30 @@ class Engine {
   Status check_invariants();
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
-  const Model& model() const { return *model_; }
-  // The model's GGUF file (metadata such as tokenizer.chat_template).
-  const GgufFile& file() const { return *file_; }
+  // The model and its GGUF file (metadata such as tokenizer.chat_template). Only for an engine
+  // created from a file.
+  const Model& model() const;
+  const GgufFile& file() const;
   int32_t n_ctx() const { return n_ctx_; }
-  int n_threads() const { return threads_->size(); }
+  int n_threads() const { return executor_->n_threads(); }
   // Bytes of K/V memory the pool holds (this process's layers' share, in a pipeline).
   size_t kv_bytes() const { return kv_->bytes(); }
-  // The pipeline the model runs on, or null.
-  const Pipeline* pipeline() const { return pipeline_; }
+  // Each pipeline stage's figures, this process first; empty when the model runs in one process.
+  std::vector<StageStats> stage_stats() const { return executor_->stage_stats(); }
   // Why the engine stopped for good, or empty while it works.
   std::string failure() const;
 
  private:
   struct Request;
   Engine() = default;
-  Status init(const std::string& model_path, const EngineConfig& config);
+  // Loads the model, sizes the pool and chooses the executor.
+  Status init_from_file(const std::string& model_path, const EngineConfig& config);
+  Status init_from_backend(EngineBackend backend, const EngineConfig& config);
+  // What both share once the pool and the executor exist: the scheduler and the loop's buffers.
+  Status init_loop(const EngineConfig& config);
+  void adopt_kv(KvRuntime runtime);
   Status check_request(const EngineRequest& request) const;
-  Result<std::shared_ptr<Request>> make_request(EngineRequest request,
-                                                std::function<void(std::string_view)> on_text);
+  Result<std::shared_ptr<Request>> make_request(EngineRequest request, RequestEvents events);
   // Sizes the request's output buffers for the most it can generate (see engine.cpp).
   void reserve_output(Request& r) const;
   void loop();
@@ -264,28 +306,26 @@ class Engine {
   void finish(Request& request, FinishReason reason);
   // The engine cannot go on (a pipeline stage failed): every request ends with `why`.
   void fail(const std::string& why);
-  // A step sent down the pipeline (or, in one process, computed) whose logits are not consumed.
+  // A step launched on the executor whose logits are not consumed.
   struct InFlightStep {
     StepPlan plan;  // its chunks
     size_t n_output_rows = 0;
   };
-  // Runs batch_ here (the logits land in logits_) or sends it down the pipeline.
+  // Launches batch_ on the executor; collect_oldest() later finds the logits in logits_.
   Status launch(const InFlightStep& step);
   // Takes the oldest step's logits: completes its chunks and samples.
   void collect_oldest();
   // Debug builds: the pool's and the tree's invariants hold whenever the loop goes idle.
   void check_invariants_when_idle();
   Status open_disk_tier(const std::string& model_path, const EngineConfig& config);
-  // A new request whose prompt continues on disk goes to the loader first (true); it comes back
-  // through submitted_ with the blocks read.
-  bool load_from_disk_first(const std::shared_ptr<Request>& r);
-  // Caches the blocks the loader read for `r` (loop thread).
-  void install_from_disk(Request& r);
-  // Sends the request next to be admitted to the loader when the tier holds more of its prompt
-  // than the pool (see engine.cpp).
+  // When `r`'s prompt continues on the disk tier, has it read and makes `r` wait for that KV
+  // (true); the loader hands it back through kv_arrived_.
+  bool start_disk_load(const std::shared_ptr<Request>& r);
+  // Caches what the loader read for `r`, which then waits for admission like any other.
+  void finish_disk_load(Request& r);
+  // Has the prefix of the request next to be admitted read back when the tier holds more of its
+  // prompt than the pool (see engine.cpp).
   void reload_evicted_prefixes();
-  // Nothing can run until the loader returns loading_head_ (nothing running, admissions held).
-  bool idle_while_loading() const;
   // Ends the requests submitted but never taken by the loop (shutdown).
   void cancel_unstarted();
   // Ends a request that never reached the scheduler (and its fork branches) with `reason`.
@@ -294,28 +334,20 @@ class Engine {
   std::unique_ptr<GgufFile> file_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  std::unique_ptr<ThreadPool> threads_;
   std::unique_ptr<KvStorage> kv_;
   std::unique_ptr<BlockPool> blocks_;
   std::unique_ptr<PrefixCache> cache_;
   std::unique_ptr<DiskPrefixTier> disk_;  // null without --cache-dir
   std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<Workspace> workspace_;
+  std::unique_ptr<StepExecutor> executor_;  // reads model_ and kv_: declared after them
   int32_t n_ctx_ = 0;
   int32_t n_vocab_ = 0;
-  int64_t n_disk_hit_tokens_ = 0;    // loop thread
-  Request* loading_head_ = nullptr;  // the request next to be admitted, while its prefix loads
-  double disk_load_ms_ = 0;          // loop thread
-  int64_t n_disk_loads_ = 0;         // loop thread
-  int64_t n_disk_loads_staged_ = 0;  // loop thread
-  Pipeline* pipeline_ = nullptr;
   std::function<void(const std::string&)> on_failure_;
 
   // Loop-thread state.
   std::vector<std::shared_ptr<Request>> active_;  // submitted, not finished
   ForwardBatch batch_;
   std::vector<float> logits_;            // [max_seqs rows][n_vocab], grown as needed
-  std::vector<BlockCopy> block_copies_;  // this step's copy-on-write copies, for the pipeline
   std::vector<InFlightStep> in_flight_;  // a ring: n_in_flight_ steps from in_flight_head_
   size_t in_flight_head_ = 0;
   size_t n_in_flight_ = 0;
@@ -326,6 +358,7 @@ class Engine {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::vector<std::shared_ptr<Request>> submitted_;
+  std::vector<std::shared_ptr<Request>> kv_arrived_;  // their disk loads read, to be finished
   std::vector<std::function<void()>> tasks_;
   bool stopping_ = false;
   std::string failure_;

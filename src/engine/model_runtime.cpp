@@ -54,11 +54,17 @@ Result<KvRuntime> create_kv_runtime(const Model& model, int32_t block_size, KvTy
                                     int32_t n_ctx, int64_t kv_bytes, int64_t kv_tokens,
                                     const PrefixCacheConfig& prefix_cache) {
   if (n_ctx <= 0) n_ctx = static_cast<int32_t>(model.hparams().n_ctx_train);
-  const KvLayout layout = model.kv_layout(block_size, kv_type);
   // A pool's budget covers every layer, wherever they are held: the blocks are counted for the
   // whole model, and a pipeline stage stores its layers' share of each.
+  return create_kv_runtime(model.kv_layout(block_size, kv_type), model.hparams().n_layer, n_ctx,
+                           kv_bytes, kv_tokens, prefix_cache);
+}
+
+Result<KvRuntime> create_kv_runtime(const KvLayout& layout, int64_t n_layer_total, int32_t n_ctx,
+                                    int64_t kv_bytes, int64_t kv_tokens,
+                                    const PrefixCacheConfig& prefix_cache) {
   KvLayout whole = layout;
-  whole.n_layer = model.hparams().n_layer;
+  whole.n_layer = n_layer_total;
   Result<KvPoolSize> size = size_kv_pool(whole, n_ctx, kv_bytes, kv_tokens);
   if (!size.ok()) return size.error();
   Result<KvStorage> kv = KvStorage::create(layout, size->n_blocks);

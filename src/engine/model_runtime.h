@@ -54,5 +54,10 @@ struct KvRuntime {
 Result<KvRuntime> create_kv_runtime(const Model& model, int32_t block_size, KvType kv_type,
                                     int32_t n_ctx, int64_t kv_bytes, int64_t kv_tokens,
                                     const PrefixCacheConfig& prefix_cache);
+// The same for blocks of `layout` (this process's layers), the budget counting n_layer_total
+// layers (all of the model's, wherever they are held); n_ctx must be positive.
+Result<KvRuntime> create_kv_runtime(const KvLayout& layout, int64_t n_layer_total, int32_t n_ctx,
+                                    int64_t kv_bytes, int64_t kv_tokens,
+                                    const PrefixCacheConfig& prefix_cache);
 
 }  // namespace trellis

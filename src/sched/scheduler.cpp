@@ -24,6 +24,16 @@ void Scheduler::enqueue(Sequence* seq) {
   waiting_.push_back(seq);
 }
 
+void Scheduler::wait_for_kv(Sequence* seq) {
+  assert(seq->state == SequenceState::WAITING);
+  seq->state = SequenceState::WAITING_FOR_KV;
+}
+
+void Scheduler::kv_ready(Sequence* seq) {
+  assert(seq->state == SequenceState::WAITING_FOR_KV);
+  seq->state = SequenceState::WAITING;
+}
+
 void Scheduler::add_running(Sequence* seq) {
   seq->admitted_once = true;
   start_running(seq);
@@ -118,23 +128,30 @@ PrefixMatch Scheduler::match(const Sequence& seq) const {
 }
 
 Sequence* Scheduler::next_admission() {
-  if (admissions_held_ || waiting_.empty() ||
-      static_cast<int32_t>(running_.size()) >= config_.max_seqs) {
+  if (waiting_.empty() || static_cast<int32_t>(running_.size()) >= config_.max_seqs) {
     return nullptr;
   }
   order_waiting();
-  return waiting_.front();
+  Sequence* first = waiting_.front();
+  return first->state == SequenceState::WAITING ? first : nullptr;
+}
+
+bool Scheduler::idle_until_kv() {
+  if (!running_.empty() || waiting_.empty()) return false;
+  order_waiting();
+  return waiting_.front()->state == SequenceState::WAITING_FOR_KV;
 }
 
 void Scheduler::admit_waiting(StepPlan& plan, int32_t& budget) {
-  const bool can_admit = !admissions_held_ && !waiting_.empty() &&
-                         static_cast<int32_t>(running_.size()) < config_.max_seqs && budget > 0;
+  const bool can_admit =
+      !waiting_.empty() && static_cast<int32_t>(running_.size()) < config_.max_seqs && budget > 0;
   if (!can_admit) return;  // nothing to order either: the order is only used to admit
   order_waiting();
   size_t i = 0;
   while (i < waiting_.size() && static_cast<int32_t>(running_.size()) < config_.max_seqs &&
          budget > 0) {
     Sequence* seq = waiting_[i];
+    if (seq->state == SequenceState::WAITING_FOR_KV) break;  // it keeps its turn (sequence.h)
     // Just preempted for lack of blocks: readmitting it now would only thrash.
     if (std::find(preempted_this_step_.begin(), preempted_this_step_.end(), seq) !=
         preempted_this_step_.end()) {

@@ -78,6 +78,10 @@ class Scheduler {
 
   // Queues a new sequence (state WAITING, no blocks).
   void enqueue(Sequence* seq);
+  // A waiting sequence waits for KV being read for it (WAITING -> WAITING_FOR_KV), then has it
+  // (back to WAITING); see sequence.h.
+  void wait_for_kv(Sequence* seq);
+  void kv_ready(Sequence* seq);
   // Adds a sequence that already holds its blocks (a fork of a running one) to the running set.
   void add_running(Sequence* seq);
   // Takes a sequence out of the scheduler (finished or cancelled; a sequence never added is
@@ -94,11 +98,11 @@ class Scheduler {
   const std::vector<Sequence*>& running() const { return running_; }
   const std::vector<Sequence*>& waiting() const { return waiting_; }
   // The waiting sequence the next step would try to admit first (policy order), or null when
-  // none can be admitted now (no free slot, nothing waiting, or admissions held).
+  // none can be admitted now (no free slot, nothing waiting, or the first waits for KV).
   Sequence* next_admission();
-  // While held, running sequences go on but no waiting one is admitted (the engine holds them
-  // while it reads the next one's prefix back from disk, so that no other takes its place).
-  void hold_admissions(bool hold) { admissions_held_ = hold; }
+  // Nothing can run until KV being read arrives: nothing runs and the first waiting sequence in
+  // policy order waits for KV.
+  bool idle_until_kv();
   int64_t n_steps() const { return n_steps_; }
 
  private:
@@ -122,7 +126,6 @@ class Scheduler {
   SchedulerConfig config_;
   std::vector<Sequence*> running_;  // admission order
   std::vector<Sequence*> waiting_;  // policy order after order_waiting()
-  bool admissions_held_ = false;
   std::vector<Sequence*> preempted_this_step_;
   std::vector<Sequence*> stalled_this_step_;  // could not grow: no tokens this step
   // Reused step after step (their capacity is kept): the plan and LPM's sort keys.

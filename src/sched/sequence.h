@@ -18,7 +18,17 @@
 
 namespace trellis {
 
-enum class SequenceState { WAITING, RUNNING, FINISHED };
+// A sequence's life:
+//
+//   enqueue -> WAITING <-> WAITING_FOR_KV      (its prompt's KV is being read, from the disk tier)
+//                 |  admit   ^ preempt
+//                 v          |
+//              RUNNING ------+ -> FINISHED      (or FINISHED from any state: cancelled, failed)
+//
+// A WAITING_FOR_KV sequence keeps its place in the admission order but cannot be admitted, and
+// no sequence after it is admitted either: no later request takes its slot and evicts what is
+// being read for it. Running sequences go on meanwhile.
+enum class SequenceState { WAITING, WAITING_FOR_KV, RUNNING, FINISHED };
 
 struct Sequence {
   uint64_t id = 0;  // submission order: FCFS order, and the newest is preempted first

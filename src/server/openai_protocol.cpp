@@ -494,8 +494,41 @@ ApiResult<ChatCompletionRequest> parse_chat_completion_request(std::string_view 
   return request;
 }
 
-ApiResult<json> parse_json_object(std::string_view body, const ProtocolLimits& limits) {
-  return parse_body(body, limits.max_json_depth);
+ApiResult<TokenizeRequest> parse_tokenize_request(std::string_view body_text,
+                                                  const ProtocolLimits& limits) {
+  ApiResult<json> body = parse_body(body_text, limits.max_json_depth);
+  if (!body.ok()) return body.error();
+  FieldReader reader;
+  TokenizeRequest request;
+  std::optional<std::string> prompt = reader.string(*body, "prompt");
+  request.add_special_tokens = reader.boolean(*body, "add_special_tokens").value_or(true);
+  if (reader.failed()) return reader.take_error();
+  if (!prompt) return invalid_request_error("prompt must be a string", "prompt");
+  request.prompt = std::move(*prompt);
+  return request;
+}
+
+ApiResult<DetokenizeRequest> parse_detokenize_request(std::string_view body_text,
+                                                      const ProtocolLimits& limits,
+                                                      int64_t n_vocab) {
+  ApiResult<json> body = parse_body(body_text, limits.max_json_depth);
+  if (!body.ok()) return body.error();
+  FieldReader reader;
+  const json* tokens = reader.find(*body, "tokens");
+  if (tokens == nullptr || !tokens->is_array())
+    return invalid_request_error("tokens must be an array of token ids", "tokens");
+  DetokenizeRequest request;
+  request.tokens.reserve(tokens->size());
+  for (size_t i = 0; i < tokens->size(); ++i) {
+    const json& t = (*tokens)[i];
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= n_vocab) {
+      const std::string path = "tokens[" + std::to_string(i) + "]";
+      return invalid_request_error(
+          path + " must be a token id in [0, " + std::to_string(n_vocab) + ")", path);
+    }
+    request.tokens.push_back(static_cast<TokenId>(t.get<int64_t>()));
+  }
+  return request;
 }
 
 }  // namespace trellis

@@ -125,8 +125,16 @@ struct ChatCompletionRequest {
   bool enable_thinking = true;
 };
 
-// A body that must be a JSON object (nested no deeper than limits.max_json_depth): 400 otherwise.
-ApiResult<nlohmann::json> parse_json_object(std::string_view body, const ProtocolLimits& limits);
+// POST /tokenize.
+struct TokenizeRequest {
+  std::string prompt;
+  bool add_special_tokens = true;  // BOS (and the like) when the vocab adds them
+};
+
+// POST /detokenize.
+struct DetokenizeRequest {
+  std::vector<TokenId> tokens;  // each in [0, n_vocab)
+};
 
 // Parses and validates a request body. Malformed JSON, a body that is not an object, wrong types,
 // missing prompt/messages and out-of-range values are 400s; echo = true is a 400 too (not
@@ -135,5 +143,12 @@ ApiResult<CompletionRequest> parse_completion_request(std::string_view body,
                                                       const ProtocolLimits& limits);
 ApiResult<ChatCompletionRequest> parse_chat_completion_request(std::string_view body,
                                                                const ProtocolLimits& limits);
+// A missing or non-string prompt, or a non-boolean add_special_tokens, is a 400.
+ApiResult<TokenizeRequest> parse_tokenize_request(std::string_view body,
+                                                  const ProtocolLimits& limits);
+// tokens must be an array of ids in [0, n_vocab): a 400 names the first one that is not.
+ApiResult<DetokenizeRequest> parse_detokenize_request(std::string_view body,
+                                                      const ProtocolLimits& limits,
+                                                      int64_t n_vocab);
 
 }  // namespace trellis

@@ -22,8 +22,6 @@ using Clock = std::chrono::steady_clock;
 
 // OpenAI's default max_tokens for /v1/completions.
 constexpr int32_t kDefaultCompletionTokens = 16;
-// How often a stream checks whether its requests ended (the engine signals text, not the end).
-constexpr auto kStreamPoll = std::chrono::milliseconds(20);
 // The status logged for a request whose client hung up before the response (nginx's 499).
 constexpr int kClientClosedRequest = 499;
 
@@ -36,6 +34,17 @@ std::function<void()> cancel_all(const std::vector<RequestHandle>& handles) {
 // A stream with nothing to say for this long sends an SSE comment, so a client that left is
 // noticed (the write fails) even while its request is still queued.
 constexpr auto kKeepAlive = std::chrono::seconds(2);
+
+// The error that a choice which did not complete answers with: 503 when it was cancelled (the
+// server is shutting down; a client that left gets no answer), 500 when generation failed.
+// nullopt for a completed choice.
+std::optional<ApiError> choice_failure(const RequestOutput& out) {
+  if (out.finish_reason == FinishReason::CANCELLED)
+    return server_error("the request was cancelled (server shutting down)", 503);
+  if (out.finish_reason == FinishReason::ERROR)
+    return server_error("generation failed: " + out.error, 500);
+  return std::nullopt;
+}
 
 ApiResponse json_response(int status, const nlohmann::json& body) {
   return ApiResponse{status, "application/json", dump_json(body), {}};
@@ -71,27 +80,42 @@ struct OpenAiService::InFlight {
   std::atomic<int32_t>& counter;
 };
 
-// Text pieces of a stream's choices as the engine's thread hands them over.
+// What the engine's thread hands a stream: its choices' text pieces, then their ends.
 class OpenAiService::Stream {
  public:
+  explicit Stream(int32_t n_choices) : n_running_(n_choices) {}
+
   void push(int32_t index, std::string_view text) {
     std::lock_guard<std::mutex> lock(mutex_);
     pieces_.emplace_back(index, std::string(text));
     changed_.notify_all();
   }
-  // Waits up to `timeout` for pieces and takes them all.
-  std::deque<std::pair<int32_t, std::string>> take(std::chrono::milliseconds timeout) {
+  // A choice's request ended; the engine has pushed all of its text before.
+  void end() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --n_running_;
+    changed_.notify_all();
+  }
+
+  struct Taken {
+    std::deque<std::pair<int32_t, std::string>> pieces;
+    bool all_ended = false;  // nothing more will come
+  };
+  // Waits until there are pieces or every choice has ended, at most `timeout`; takes the pieces.
+  Taken take(Clock::duration timeout) {
     std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait_for(lock, timeout, [&] { return !pieces_.empty(); });
-    std::deque<std::pair<int32_t, std::string>> out;
-    out.swap(pieces_);
-    return out;
+    changed_.wait_for(lock, timeout, [&] { return !pieces_.empty() || n_running_ == 0; });
+    Taken taken;
+    taken.pieces.swap(pieces_);
+    taken.all_ended = n_running_ == 0;
+    return taken;
   }
 
  private:
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<std::pair<int32_t, std::string>> pieces_;
+  int32_t n_running_;
 };
 
 OpenAiService::OpenAiService(Engine& engine, ServerConfig config)
@@ -278,13 +302,17 @@ ApiResponse OpenAiService::generate(ApiResult<Generation> generation,
   return run_whole(*generation, slot, *client);
 }
 
-ApiResult<std::vector<RequestHandle>> OpenAiService::start(
-    Generation& g, std::function<void(int32_t, std::string_view)> on_text) {
+ApiResult<std::vector<RequestHandle>> OpenAiService::start(Generation& g, ForkEvents events) {
   Result<std::vector<RequestHandle>> handles = [&]() -> Result<std::vector<RequestHandle>> {
-    if (g.n > 1) return engine_.fork(g.request, g.n, std::move(on_text));
-    std::function<void(std::string_view)> text;
-    if (on_text) text = [on_text](std::string_view piece) { on_text(0, piece); };
-    Result<RequestHandle> handle = engine_.submit(g.request, std::move(text));
+    if (g.n > 1) return engine_.fork(g.request, g.n, std::move(events));
+    RequestEvents one;
+    if (events.on_text) {
+      one.on_text = [on_text = events.on_text](std::string_view piece) { on_text(0, piece); };
+    }
+    if (events.on_end) {
+      one.on_end = [on_end = events.on_end](const RequestOutput& out) { on_end(0, out); };
+    }
+    Result<RequestHandle> handle = engine_.submit(g.request, std::move(one));
     if (!handle.ok()) return handle.error();
     return std::vector<RequestHandle>{*handle};
   }();
@@ -316,7 +344,7 @@ std::vector<LogprobEntry> OpenAiService::logprob_entries(
 
 ApiResponse OpenAiService::run_whole(Generation& g, std::shared_ptr<InFlight> slot,
                                      ClientPresence& client) {
-  ApiResult<std::vector<RequestHandle>> handles = start(g, {});
+  ApiResult<std::vector<RequestHandle>> handles = start(g, ForkEvents{});
   if (!handles.ok()) return error_response(handles.error());
   // A client that hangs up before the reply is ready stops the generation and frees its blocks.
   client.on_leave(cancel_all(*handles), /*streaming=*/false);
@@ -333,29 +361,20 @@ ApiResponse OpenAiService::run_whole(Generation& g, std::shared_ptr<InFlight> sl
                                    ApiErrorType::INVALID_REQUEST, std::nullopt, std::nullopt});
   }
   std::vector<ChoiceResult> choices;
-  TokenUsage usage;
-  usage.prompt_tokens = static_cast<int64_t>(g.request.prompt.size());
-  usage.cached_tokens = outputs.front().stats.n_cached_tokens;
-  if (has_disk_tier_) usage.disk_cached_tokens = outputs.front().stats.n_disk_cached_tokens;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const RequestOutput& out = outputs[i];
-    if (out.finish_reason == FinishReason::ERROR || out.finish_reason == FinishReason::CANCELLED) {
-      const bool cancelled = out.finish_reason == FinishReason::CANCELLED;
-      const int status = cancelled ? 503 : 500;
-      finish_request(g, outputs, status);
-      return error_response(server_error(cancelled
-                                             ? "the request was cancelled (server shutting down)"
-                                             : "generation failed: " + out.error,
-                                         status));
+    if (std::optional<ApiError> failure = choice_failure(out)) {
+      finish_request(g, outputs, failure->http_status);
+      return error_response(*failure);
     }
     ChoiceResult choice;
     choice.index = static_cast<int32_t>(i);
     choice.text = out.text;
     choice.finish_reason = out.finish_reason;
     if (g.top_logprobs) choice.logprobs = logprob_entries(out.logprobs);
-    usage.completion_tokens += out.stats.n_generated_tokens;
     choices.push_back(std::move(choice));
   }
+  const TokenUsage usage = usage_of(g, outputs);
   finish_request(g, outputs, 200);
   (void)slot;  // released when this returns
   return json_response(200, g.chat ? chat_completion_response_json(g.header, choices, usage)
@@ -364,9 +383,11 @@ ApiResponse OpenAiService::run_whole(Generation& g, std::shared_ptr<InFlight> sl
 
 ApiResponse OpenAiService::run_stream(std::shared_ptr<Generation> g, std::shared_ptr<InFlight> slot,
                                       std::shared_ptr<ClientPresence> client) {
-  auto pieces = std::make_shared<Stream>();
-  ApiResult<std::vector<RequestHandle>> started =
-      start(*g, [pieces](int32_t index, std::string_view text) { pieces->push(index, text); });
+  auto pieces = std::make_shared<Stream>(g->n);
+  ForkEvents events;
+  events.on_text = [pieces](int32_t index, std::string_view text) { pieces->push(index, text); };
+  events.on_end = [pieces](int32_t, const RequestOutput&) { pieces->end(); };
+  ApiResult<std::vector<RequestHandle>> started = start(*g, std::move(events));
   if (!started.ok()) return error_response(started.error());
   // A departure the transport sees between writes cancels at once, not at the next write.
   client->on_leave(cancel_all(*started), /*streaming=*/true);
@@ -393,14 +414,12 @@ ApiResponse OpenAiService::run_stream(std::shared_ptr<Generation> g, std::shared
       logprobs_sent[i] += fresh.size();
       return logprob_entries(fresh);
     };
+    // Pushed, not polled: the loop wakes for text, for the end of the last choice, or when a
+    // keep-alive is due.
     Clock::time_point last_write = Clock::now();
     while (connected) {
-      // Checked before taking the text: the engine hands a request's last text over before it
-      // marks the request finished, so once all are finished the queue holds everything left.
-      const bool all_finished = std::all_of(handles.begin(), handles.end(),
-                                            [](const RequestHandle& h) { return h.finished(); });
-      for (auto& [index, text] :
-           pieces->take(all_finished ? std::chrono::milliseconds(0) : kStreamPoll)) {
+      Stream::Taken taken = pieces->take(last_write + kKeepAlive - Clock::now());
+      for (auto& [index, text] : taken.pieces) {
         ChoiceResult choice;
         choice.index = index;
         choice.text = std::move(text);
@@ -411,7 +430,7 @@ ApiResponse OpenAiService::run_stream(std::shared_ptr<Generation> g, std::shared
                               : completion_chunk_json(g->header, choice)));
         last_write = Clock::now();
       }
-      if (all_finished) break;
+      if (taken.all_ended) break;
       if (Clock::now() - last_write >= kKeepAlive) {
         send(": keep-alive\n\n");
         last_write = Clock::now();
@@ -426,19 +445,10 @@ ApiResponse OpenAiService::run_stream(std::shared_ptr<Generation> g, std::shared
       std::lock_guard<std::mutex> lock(active_mutex_);
       active_.erase(g->key);
     }
-    TokenUsage usage;
-    usage.prompt_tokens = static_cast<int64_t>(g->request.prompt.size());
-    usage.cached_tokens = outputs.front().stats.n_cached_tokens;
-    if (has_disk_tier_) usage.disk_cached_tokens = outputs.front().stats.n_disk_cached_tokens;
     for (size_t i = 0; i < outputs.size() && connected; ++i) {
       const RequestOutput& out = outputs[i];
-      usage.completion_tokens += out.stats.n_generated_tokens;
-      if (out.finish_reason == FinishReason::ERROR ||
-          out.finish_reason == FinishReason::CANCELLED) {
-        send(sse_data(
-            error_json(server_error(out.finish_reason == FinishReason::CANCELLED
-                                        ? "the request was cancelled (server shutting down)"
-                                        : "generation failed: " + out.error))));
+      if (std::optional<ApiError> failure = choice_failure(out)) {
+        send(sse_data(error_json(*failure)));
         continue;
       }
       ChoiceResult last;
@@ -451,8 +461,9 @@ ApiResponse OpenAiService::run_stream(std::shared_ptr<Generation> g, std::shared
                             : completion_chunk_json(g->header, last)));
     }
     if (g->include_usage) {
-      send(sse_data(usage_chunk_json(
-          g->header, g->chat ? "chat.completion.chunk" : "text_completion", usage)));
+      send(sse_data(usage_chunk_json(g->header,
+                                     g->chat ? "chat.completion.chunk" : "text_completion",
+                                     usage_of(*g, outputs))));
     }
     send(sse_done());
     client->clear();
@@ -460,6 +471,16 @@ ApiResponse OpenAiService::run_stream(std::shared_ptr<Generation> g, std::shared
     slot.reset();
   };
   return response;
+}
+
+TokenUsage OpenAiService::usage_of(const Generation& g,
+                                   const std::vector<RequestOutput>& outputs) const {
+  TokenUsage usage;
+  usage.prompt_tokens = static_cast<int64_t>(g.request.prompt.size());
+  usage.cached_tokens = outputs.front().stats.n_cached_tokens;
+  if (has_disk_tier_) usage.disk_cached_tokens = outputs.front().stats.n_disk_cached_tokens;
+  for (const RequestOutput& out : outputs) usage.completion_tokens += out.stats.n_generated_tokens;
+  return usage;
 }
 
 void OpenAiService::finish_request(const Generation& g, const std::vector<RequestOutput>& outputs,
@@ -539,53 +560,25 @@ ApiResponse OpenAiService::models() const {
 ApiResponse OpenAiService::metrics() {
   ApiResponse response{200,
                        "text/plain; version=0.0.4",
-                       metrics_.render(engine_.stats(), engine_.pipeline() != nullptr
-                                                            ? engine_.pipeline()->stage_stats()
-                                                            : std::vector<StageStats>{}),
+                       metrics_.render(engine_.stats(), engine_.stage_stats()),
                        {}};
   return response;
 }
 
 ApiResponse OpenAiService::tokenize(std::string_view body) const {
-  ApiResult<nlohmann::json> parsed = parse_json_object(body, limits_);
-  if (!parsed.ok()) return error_response(parsed.error());
-  const nlohmann::json& request = *parsed;
-  const auto prompt = request.find("prompt");
-  if (prompt == request.end() || !prompt->is_string())
-    return error_response(invalid_request_error("prompt must be a string", "prompt"));
-  bool add_special = true;
-  if (const auto it = request.find("add_special_tokens"); it != request.end() && !it->is_null()) {
-    if (!it->is_boolean())
-      return error_response(
-          invalid_request_error("add_special_tokens must be a boolean", "add_special_tokens"));
-    add_special = it->get<bool>();
-  }
-  const std::vector<TokenId> tokens =
-      engine_.tokenizer().encode(prompt->get<std::string>(), add_special, /*parse_special=*/true);
+  ApiResult<TokenizeRequest> request = parse_tokenize_request(body, limits_);
+  if (!request.ok()) return error_response(request.error());
+  const std::vector<TokenId> tokens = engine_.tokenizer().encode(
+      request->prompt, request->add_special_tokens, /*parse_special=*/true);
   return json_response(
       200, {{"tokens", tokens}, {"count", tokens.size()}, {"max_model_len", engine_.n_ctx()}});
 }
 
 ApiResponse OpenAiService::detokenize(std::string_view body) const {
-  ApiResult<nlohmann::json> parsed = parse_json_object(body, limits_);
-  if (!parsed.ok()) return error_response(parsed.error());
-  const nlohmann::json& request = *parsed;
-  const auto tokens = request.find("tokens");
-  if (tokens == request.end() || !tokens->is_array())
-    return error_response(invalid_request_error("tokens must be an array of token ids", "tokens"));
-  const auto n_vocab = static_cast<int64_t>(engine_.tokenizer().vocab().size());
-  std::vector<TokenId> ids;
-  for (size_t i = 0; i < tokens->size(); ++i) {
-    const nlohmann::json& t = (*tokens)[i];
-    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= n_vocab) {
-      return error_response(invalid_request_error("tokens[" + std::to_string(i) +
-                                                      "] must be a token id in [0, " +
-                                                      std::to_string(n_vocab) + ")",
-                                                  "tokens[" + std::to_string(i) + "]"));
-    }
-    ids.push_back(static_cast<TokenId>(t.get<int64_t>()));
-  }
-  return json_response(200, {{"prompt", engine_.tokenizer().decode(ids)}});
+  ApiResult<DetokenizeRequest> request = parse_detokenize_request(
+      body, limits_, static_cast<int64_t>(engine_.tokenizer().vocab().size()));
+  if (!request.ok()) return error_response(request.error());
+  return json_response(200, {{"prompt", engine_.tokenizer().decode(request->tokens)}});
 }
 
 }  // namespace trellis

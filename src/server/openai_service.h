@@ -79,12 +79,15 @@ class OpenAiService : public HttpApi {
   Status check_model(const std::string& model) const;
   ApiResult<int32_t> max_tokens_for(int32_t n_prompt, std::optional<int32_t> requested,
                                     int32_t fallback) const;
-  ApiResult<std::vector<RequestHandle>> start(
-      Generation& generation, std::function<void(int32_t, std::string_view)> on_text);
+  // Submits the generation's requests (one per choice); `events` report each choice's text and end.
+  ApiResult<std::vector<RequestHandle>> start(Generation& generation, ForkEvents events);
   ApiResponse run_whole(Generation& generation, std::shared_ptr<InFlight> slot,
                         ClientPresence& client);
   ApiResponse run_stream(std::shared_ptr<Generation> generation, std::shared_ptr<InFlight> slot,
                          std::shared_ptr<ClientPresence> client);
+  // The usage of a generation's choices (the prompt counted once: they share it).
+  TokenUsage usage_of(const Generation& generation,
+                      const std::vector<RequestOutput>& outputs) const;
   // The wire form (token texts) of the engine's log-probabilities.
   std::vector<LogprobEntry> logprob_entries(const std::vector<Logprobs>& logprobs) const;
   void finish_request(const Generation& generation, const std::vector<RequestOutput>& outputs,

@@ -660,5 +660,50 @@ TEST(ToSamplingParamsTest, InvalidValuesNameTheParam) {
   EXPECT_EQ(params.error().message, "frequency_penalty must be in [-2, 2] (0 = off), got 3");
 }
 
+// ---- /tokenize and /detokenize ----
+
+TEST(TokenizeRequestTest, ReadsPromptAndAddSpecialTokens) {
+  auto r = parse_tokenize_request(json{{"prompt", "Hello"}}.dump(), test_limits());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->prompt, "Hello");
+  EXPECT_TRUE(r->add_special_tokens);
+  r = parse_tokenize_request(json{{"prompt", ""}, {"add_special_tokens", false}}.dump(),
+                             test_limits());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->prompt, "");
+  EXPECT_FALSE(r->add_special_tokens);
+}
+
+TEST(TokenizeRequestTest, BadBodiesAre400s) {
+  expect_bad_request(parse_tokenize_request("{", test_limits()), std::nullopt, "JSON");
+  expect_bad_request(parse_tokenize_request("[1]", test_limits()), std::nullopt, "object");
+  expect_bad_request(parse_tokenize_request("{}", test_limits()), "prompt", "prompt");
+  expect_bad_request(parse_tokenize_request(json{{"prompt", 5}}.dump(), test_limits()), "prompt",
+                     "prompt must be a string");
+  expect_bad_request(parse_tokenize_request(
+                         json{{"prompt", "a"}, {"add_special_tokens", "no"}}.dump(), test_limits()),
+                     "add_special_tokens", "add_special_tokens must be a boolean");
+}
+
+TEST(DetokenizeRequestTest, ReadsTokenIdsInsideTheVocab) {
+  auto r = parse_detokenize_request(json{{"tokens", {0, 5, 9}}}.dump(), test_limits(), 10);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->tokens, (std::vector<TokenId>{0, 5, 9}));
+  r = parse_detokenize_request(json{{"tokens", json::array()}}.dump(), test_limits(), 10);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->tokens.empty());
+}
+
+TEST(DetokenizeRequestTest, NamesTheFirstBadToken) {
+  expect_bad_request(parse_detokenize_request("{}", test_limits(), 10), "tokens",
+                     "tokens must be an array");
+  expect_bad_request(parse_detokenize_request(json{{"tokens", {1, 10}}}.dump(), test_limits(), 10),
+                     "tokens[1]", "tokens[1] must be a token id in [0, 10)");
+  expect_bad_request(parse_detokenize_request(json{{"tokens", {-1}}}.dump(), test_limits(), 10),
+                     "tokens[0]", "tokens[0]");
+  expect_bad_request(parse_detokenize_request(json{{"tokens", {"a"}}}.dump(), test_limits(), 10),
+                     "tokens[0]", "tokens[0]");
+}
+
 }  // namespace
 }  // namespace trellis
