@@ -4,7 +4,9 @@
 
 #include "commands.h"
 #include "gguf/gguf_file.h"
+#include "model/architecture.h"
 #include "model/model_presets.h"
+#include "model/synth_family.h"
 #include "model/synth_model.h"
 #include "model_summary.h"
 
@@ -99,14 +101,13 @@ void add_model_commands(CLI::App& app, int& exit_code) {
   info->add_flag("--json", *json, "Print JSON");
   info->callback([&exit_code, path, json] { exit_code = run_info(*path, *json); });
 
-  CLI::App* synth = model->add_subcommand(
-      "synth",
-      "Write a GGUF (llama, qwen2, qwen3, gemma3 or phi3) with deterministic random weights");
+  CLI::App* synth = model->add_subcommand("synth", "Write a GGUF (" + supported_architectures() +
+                                                       ") with deterministic random weights");
   auto args = std::make_shared<SynthArgs>();
   synth->add_option("--preset", args->preset, "Shape preset: " + preset_names())
       ->capture_default_str();
   synth->add_option("--arch", args->arch,
-                    "Family: llama, llama3, qwen2, qwen3, gemma3, phi3 (default: the preset's)");
+                    "Family: " + synth_family_names() + " (default: the preset's)");
   synth
       ->add_option("--type", args->type,
                    "Weight type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1")

@@ -8,6 +8,7 @@
 
 #include "kernels/ops.h"
 #include "kernels/weight_pack.h"
+#include "model/family_tensors.h"
 #include "quant/quant.h"
 
 namespace trellis {
@@ -63,6 +64,22 @@ Result<std::vector<float>> bind_vector(const GgufFile& file, const std::string& 
   return values;
 }
 
+// The tensors of the family outside the layers: each required one is there, and each one there
+// has the shape the table gives it (the layers' tensors are checked as they are bound).
+Status check_global_tensors(const GgufFile& file, const Architecture& arch,
+                            const ModelHParams& hp) {
+  const FamilyTensors& family = family_tensors(arch);
+  for (const std::vector<TensorSpec>* list : {&family.before_layers, &family.after_layers}) {
+    for (const TensorSpec& spec : *list) {
+      const std::string name(spec.name);
+      if (spec.presence == Presence::OPTIONAL && file.find_tensor(name) == nullptr) continue;
+      Result<const GgufTensor*> t = find_tensor(file, name, tensor_shape(spec, hp));
+      if (!t.ok()) return t.error();
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 Workspace::Workspace(const ModelHParams& hp, int32_t max_rows) : max_rows_(max_rows) {
@@ -88,47 +105,23 @@ Workspace::Workspace(const ModelHParams& hp, int32_t max_rows) : max_rows_(max_r
 }
 
 Status Model::bind_layer(const GgufFile& file, int64_t il, LayerWeights& layer) const {
-  const std::string p = "blk." + std::to_string(il) + ".";
-  const int64_t n_embd = hp_.n_embd;
-  const int64_t n_q = hp_.n_embd_q();
-  const int64_t n_kv = hp_.n_embd_kv();
-  TRELLIS_ASSIGN(layer.attn_norm, bind_vector(file, p + "attn_norm.weight", n_embd));
-  if (arch_->fused_qkv) {
-    TRELLIS_ASSIGN(layer.wqkv, bind_matrix(file, p + "attn_qkv.weight", n_embd, n_q + 2 * n_kv));
-  } else {
-    TRELLIS_ASSIGN(layer.wq, bind_matrix(file, p + "attn_q.weight", n_embd, n_q));
-    TRELLIS_ASSIGN(layer.wk, bind_matrix(file, p + "attn_k.weight", n_embd, n_kv));
-    TRELLIS_ASSIGN(layer.wv, bind_matrix(file, p + "attn_v.weight", n_embd, n_kv));
-  }
-  if (arch_->qkv_bias) {
-    TRELLIS_ASSIGN(layer.bq, bind_vector(file, p + "attn_q.bias", n_q));
-    TRELLIS_ASSIGN(layer.bk, bind_vector(file, p + "attn_k.bias", n_kv));
-    TRELLIS_ASSIGN(layer.bv, bind_vector(file, p + "attn_v.bias", n_kv));
-  }
-  if (arch_->qk_norm) {
-    TRELLIS_ASSIGN(layer.q_norm, bind_vector(file, p + "attn_q_norm.weight", hp_.head_dim()));
-    TRELLIS_ASSIGN(layer.k_norm, bind_vector(file, p + "attn_k_norm.weight", hp_.head_dim()));
-  }
-  TRELLIS_ASSIGN(layer.wo, bind_matrix(file, p + "attn_output.weight", n_q, n_embd));
-  TRELLIS_ASSIGN(layer.ffn_norm, bind_vector(file, p + "ffn_norm.weight", n_embd));
-  if (arch_->fused_gate_up) {
-    TRELLIS_ASSIGN(layer.w_up, bind_matrix(file, p + "ffn_up.weight", n_embd, 2 * hp_.n_ff));
-  } else {
-    TRELLIS_ASSIGN(layer.w_gate, bind_matrix(file, p + "ffn_gate.weight", n_embd, hp_.n_ff));
-    TRELLIS_ASSIGN(layer.w_up, bind_matrix(file, p + "ffn_up.weight", n_embd, hp_.n_ff));
-  }
-  TRELLIS_ASSIGN(layer.w_down, bind_matrix(file, p + "ffn_down.weight", hp_.n_ff, n_embd));
-  if (arch_->post_norms) {
-    TRELLIS_ASSIGN(layer.post_attn_norm,
-                   bind_vector(file, p + "post_attention_norm.weight", n_embd));
-    TRELLIS_ASSIGN(layer.post_ffn_norm, bind_vector(file, p + "post_ffw_norm.weight", n_embd));
+  for (const TensorSpec& spec : family_tensors(*arch_).layer) {
+    const std::string name = layer_tensor_name(il, spec);
+    if (spec.presence == Presence::OPTIONAL && file.find_tensor(name) == nullptr) continue;
+    const std::vector<int64_t> shape = tensor_shape(spec, hp_);
+    if (spec.matrix != nullptr) {
+      TRELLIS_ASSIGN(layer.*spec.matrix, bind_matrix(file, name, shape[0], shape[1]));
+    } else {
+      TRELLIS_ASSIGN(layer.*spec.vector, bind_vector(file, name, shape[0]));
+    }
   }
   return {};
 }
 
 Status Model::bind_rope_factors(const GgufFile& file) {
   const int64_t n_pairs = hp_.n_rot / 2;
-  auto bind_if_present = [&](const char* name, std::vector<float>& out) -> Status {
+  auto bind_if_present = [&](const TensorSpec& spec, std::vector<float>& out) -> Status {
+    const std::string name(spec.name);
     if (file.find_tensor(name) == nullptr) return {};
     Result<std::vector<float>> values = bind_vector(file, name, n_pairs);
     if (!values.ok()) return values.error();
@@ -143,11 +136,11 @@ Status Model::bind_rope_factors(const GgufFile& file) {
     case RopeFactors::NONE:
       return {};
     case RopeFactors::FREQS:
-      TRELLIS_TRY(bind_if_present("rope_freqs.weight", rope_short_));
+      TRELLIS_TRY(bind_if_present(kRopeFreqs, rope_short_));
       break;
     case RopeFactors::LONGROPE:
-      TRELLIS_TRY(bind_if_present("rope_factors_short.weight", rope_short_));
-      TRELLIS_TRY(bind_if_present("rope_factors_long.weight", rope_long_));
+      TRELLIS_TRY(bind_if_present(kRopeFactorsShort, rope_short_));
+      TRELLIS_TRY(bind_if_present(kRopeFactorsLong, rope_long_));
       break;
   }
   set_context_length(hp_.n_ctx_train);
@@ -180,8 +173,10 @@ Result<std::unique_ptr<Model>> Model::load(const GgufFile& file, const LayerRang
   auto for_family = [&](const Error& e) {
     return Error{e.message + " (required by the " + hp->arch + " architecture)"};
   };
+  Status globals = check_global_tensors(file, *model->arch_, *hp);
+  if (!globals.ok()) return for_family(globals.error());
   const int64_t n_embd = hp->n_embd;
-  Result<WeightView> embd = bind_matrix(file, "token_embd.weight", n_embd, hp->n_vocab);
+  Result<WeightView> embd = bind_matrix(file, std::string(kTokenEmbd.name), n_embd, hp->n_vocab);
   if (!embd.ok()) return for_family(embd.error());
   model->token_embd_ = *embd;
   if (!can_dequantize(model->token_embd_.type))
@@ -194,11 +189,11 @@ Result<std::unique_ptr<Model>> Model::load(const GgufFile& file, const LayerRang
     if (!bound.ok()) return for_family(bound.error());
     model->layers_.push_back(std::move(layer));
   }
-  Result<std::vector<float>> norm = bind_vector(file, "output_norm.weight", n_embd);
+  Result<std::vector<float>> norm = bind_vector(file, std::string(kOutputNorm.name), n_embd);
   if (!norm.ok()) return for_family(norm.error());
   model->output_norm_ = std::move(norm).value();
-  if (file.find_tensor("output.weight") != nullptr) {
-    Result<WeightView> output = bind_matrix(file, "output.weight", n_embd, hp->n_vocab);
+  if (file.find_tensor(kOutput.name) != nullptr) {
+    Result<WeightView> output = bind_matrix(file, std::string(kOutput.name), n_embd, hp->n_vocab);
     if (!output.ok()) return for_family(output.error());
     model->output_ = *output;
   } else {

@@ -4,6 +4,7 @@
 
 #include "gguf/gguf_file.h"
 #include "model/architecture.h"
+#include "model/family_keys.h"
 
 namespace trellis {
 namespace {
@@ -25,16 +26,30 @@ Result<int64_t> vocab_size(const GgufFile& file, const std::string& key) {
 
 // The linear rope scaling factor: rope.scaling.factor (with rope.scaling.type linear or absent),
 // else the older rope.scale_linear, else 1. Other scaling types are refused by name.
-Result<double> rope_scale_factor(const GgufFile& file, const std::string& prefix) {
-  Result<std::string> type = file.get_string_or(prefix + "rope.scaling.type", "none");
+Result<double> rope_scale_factor(const GgufFile& file, const Architecture& arch) {
+  Result<std::string> type =
+      file.get_string_or(key_name(arch, HParamKey::ROPE_SCALING_TYPE), "none");
   if (!type.ok()) return type.error();
   if (*type != "none" && *type != "linear") {
     return Error{file.name() + ": rope scaling '" + *type + "' is not supported (none, linear)"};
   }
-  Result<double> legacy = file.get_float_or(prefix + "rope.scale_linear", 1.0);
+  Result<double> legacy = file.get_float_or(key_name(arch, HParamKey::ROPE_SCALE_LINEAR), 1.0);
   if (!legacy.ok()) return legacy.error();
   if (*type == "none") return legacy;
-  return file.get_float_or(prefix + "rope.scaling.factor", *legacy);
+  return file.get_float_or(key_name(arch, HParamKey::ROPE_SCALING_FACTOR), *legacy);
+}
+
+// Every key the family requires is there, or the file is refused naming the first one missing.
+Status check_required_keys(const GgufFile& file, const Architecture& arch) {
+  for (const KeySpec& spec : family_keys(arch)) {
+    if (spec.presence != Presence::REQUIRED) continue;
+    const std::string name = key_name(arch, spec.key);
+    if (!file.has(name)) {
+      return Error{file.name() + ": missing metadata key '" + name + "' (required by the " +
+                   std::string(arch.name) + " architecture)"};
+    }
+  }
+  return {};
 }
 
 }  // namespace
@@ -47,33 +62,34 @@ Result<ModelHParams> read_model_hparams(const GgufFile& file) {
     return Error{file.name() + ": unsupported architecture '" + *arch_name +
                  "' (supported: " + supported_architectures() + ")"};
   }
+  TRELLIS_TRY(check_required_keys(file, *arch));
   ModelHParams hp;
   hp.arch = *arch_name;
-  const std::string p = hp.arch + ".";
-  auto read = [&](const std::string& key, int64_t* out) -> Status {
-    Result<int64_t> value = positive_int(file, p + key);
+  auto key = [&](HParamKey k) { return key_name(*arch, k); };
+  auto read = [&](HParamKey k, int64_t* out) -> Status {
+    Result<int64_t> value = positive_int(file, key(k));
     if (!value.ok()) return value.error();
     *out = *value;
     return {};
   };
-  TRELLIS_TRY(read("context_length", &hp.n_ctx_train));
-  TRELLIS_TRY(read("embedding_length", &hp.n_embd));
-  TRELLIS_TRY(read("block_count", &hp.n_layer));
-  TRELLIS_TRY(read("feed_forward_length", &hp.n_ff));
-  TRELLIS_TRY(read("attention.head_count", &hp.n_head));
-  Result<int64_t> n_head_kv = file.get_int_or(p + "attention.head_count_kv", hp.n_head);
+  TRELLIS_TRY(read(HParamKey::CONTEXT_LENGTH, &hp.n_ctx_train));
+  TRELLIS_TRY(read(HParamKey::EMBEDDING_LENGTH, &hp.n_embd));
+  TRELLIS_TRY(read(HParamKey::BLOCK_COUNT, &hp.n_layer));
+  TRELLIS_TRY(read(HParamKey::FEED_FORWARD_LENGTH, &hp.n_ff));
+  TRELLIS_TRY(read(HParamKey::HEAD_COUNT, &hp.n_head));
+  Result<int64_t> n_head_kv = file.get_int_or(key(HParamKey::HEAD_COUNT_KV), hp.n_head);
   if (!n_head_kv.ok()) return n_head_kv.error();
   hp.n_head_kv = *n_head_kv;
-  Result<int64_t> n_vocab = vocab_size(file, p + "vocab_size");
+  Result<int64_t> n_vocab = vocab_size(file, key(HParamKey::VOCAB_SIZE));
   if (!n_vocab.ok()) return n_vocab.error();
   hp.n_vocab = *n_vocab;
 
   auto invalid = [&](const std::string& what) { return Error{file.name() + ": " + what}; };
   if (hp.n_head_kv <= 0 || hp.n_head % hp.n_head_kv != 0)
     return invalid("head_count is not a multiple of head_count_kv");
-  Result<int64_t> key_length = file.get_int_or(p + "attention.key_length", 0);
+  Result<int64_t> key_length = file.get_int_or(key(HParamKey::KEY_LENGTH), 0);
   if (!key_length.ok()) return key_length.error();
-  Result<int64_t> value_length = file.get_int_or(p + "attention.value_length", *key_length);
+  Result<int64_t> value_length = file.get_int_or(key(HParamKey::VALUE_LENGTH), *key_length);
   if (!value_length.ok()) return value_length.error();
   if (*key_length < 0 || *value_length != *key_length)
     return invalid("attention.key_length and value_length must be equal and positive");
@@ -81,15 +97,15 @@ Result<ModelHParams> read_model_hparams(const GgufFile& file) {
   if (hp.n_embd_head == 0 && hp.n_embd % hp.n_head != 0)
     return invalid("embedding_length is not a multiple of head_count");
 
-  Result<int64_t> n_rot = file.get_int_or(p + "rope.dimension_count", hp.head_dim());
+  Result<int64_t> n_rot = file.get_int_or(key(HParamKey::ROPE_DIMENSION_COUNT), hp.head_dim());
   if (!n_rot.ok()) return n_rot.error();
   hp.n_rot = *n_rot;
   if (hp.n_rot <= 0 || hp.n_rot > hp.head_dim() || hp.n_rot % 2 != 0)
     return invalid("rope.dimension_count must be even and at most the head size");
 
-  Result<double> base = file.get_float_or(p + "rope.freq_base", 10000.0);
-  Result<double> factor = rope_scale_factor(file, p);
-  Result<double> eps = file.get_float_or(p + "attention.layer_norm_rms_epsilon", 1e-5);
+  Result<double> base = file.get_float_or(key(HParamKey::ROPE_FREQ_BASE), 10000.0);
+  Result<double> factor = rope_scale_factor(file, *arch);
+  Result<double> eps = file.get_float_or(key(HParamKey::RMS_EPS), 1e-5);
   if (!base.ok()) return base.error();
   if (!factor.ok()) return factor.error();
   if (!eps.ok()) return eps.error();
@@ -98,9 +114,9 @@ Result<ModelHParams> read_model_hparams(const GgufFile& file) {
   hp.rope_freq_base = *base;
   hp.rope_freq_scale = 1.0 / *factor;
   hp.rms_norm_eps = *eps;
-  Result<double> attn_factor = file.get_float_or(p + "rope.scaling.attn_factor", 1.0);
+  Result<double> attn_factor = file.get_float_or(key(HParamKey::ROPE_ATTN_FACTOR), 1.0);
   Result<int64_t> n_ctx_orig =
-      file.get_int_or(p + "rope.scaling.original_context_length", hp.n_ctx_train);
+      file.get_int_or(key(HParamKey::ROPE_ORIGINAL_CONTEXT), hp.n_ctx_train);
   if (!attn_factor.ok()) return attn_factor.error();
   if (!n_ctx_orig.ok()) return n_ctx_orig.error();
   if (!(*attn_factor > 0 && *attn_factor < 1e3) || *n_ctx_orig <= 0)
@@ -109,10 +125,10 @@ Result<ModelHParams> read_model_hparams(const GgufFile& file) {
   hp.n_ctx_orig = *n_ctx_orig;
 
   if (arch->sliding_window) {
-    Result<int64_t> window = file.get_int_or(p + "attention.sliding_window", 0);
-    // Gemma 3 files carry no pattern key: five local layers, then a global one.
-    Result<int64_t> pattern = file.get_int_or(p + "attention.sliding_window_pattern", 6);
-    Result<double> base_swa = file.get_float_or(p + "rope.freq_base_swa", 10000.0);
+    Result<int64_t> window = file.get_int_or(key(HParamKey::SLIDING_WINDOW), 0);
+    Result<int64_t> pattern =
+        file.get_int_or(key(HParamKey::SLIDING_WINDOW_PATTERN), arch->default_swa_pattern);
+    Result<double> base_swa = file.get_float_or(key(HParamKey::ROPE_FREQ_BASE_SWA), 10000.0);
     if (!window.ok()) return window.error();
     if (!pattern.ok()) return pattern.error();
     if (!base_swa.ok()) return base_swa.error();
@@ -123,8 +139,7 @@ Result<ModelHParams> read_model_hparams(const GgufFile& file) {
     hp.swa_pattern = static_cast<int32_t>(*pattern);
     hp.rope_freq_base_swa = *base_swa;
   }
-  constexpr int64_t kGemma3_27bLayers = 62;
-  if (hp.arch == "gemma3" && hp.n_layer == kGemma3_27bLayers)
+  if (arch->width_query_scale_layers > 0 && hp.n_layer == arch->width_query_scale_layers)
     hp.query_scale_dim = hp.n_embd / hp.n_head;
   return hp;
 }

@@ -38,9 +38,9 @@ struct ModelHParams {
   int32_t n_swa = 0;
   int32_t swa_pattern = 1;
   double rope_freq_base_swa = 10000.0;
-  // The attention scores are q.k / sqrt(query_scale_dim): the head size, except in Gemma 3 27B
-  // (query_pre_attn_scalar = n_embd / n_head, which its GGUF files do not carry; llama.cpp
-  // recognizes the model by its 62 layers). 0: the head size.
+  // The attention scores are q.k / sqrt(query_scale_dim): the head size, except in the one model
+  // of a family that divides by n_embd / n_head without saying so in its keys (Gemma 3 27B, see
+  // Architecture::width_query_scale_layers). 0: the head size.
   int64_t query_scale_dim = 0;
 
   int64_t head_dim() const { return n_embd_head > 0 ? n_embd_head : n_embd / n_head; }

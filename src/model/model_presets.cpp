@@ -4,6 +4,9 @@
 #include <cmath>
 #include <numbers>
 
+#include "model/architecture.h"
+#include "model/synth_family.h"
+
 namespace trellis {
 namespace {
 
@@ -23,10 +26,11 @@ ModelHParams make_hparams(int64_t n_vocab, int64_t n_ctx, int64_t n_embd, int64_
   return hp;
 }
 
-// Sets the family-specific fields of `hp` (sizes stay) to what `arch`'s real models use. The
-// head size is `n_embd_head` (0: n_embd / n_head).
-void set_family(ModelHParams& hp, std::string_view arch, int64_t n_embd_head) {
-  hp.arch = arch == "llama3" ? "llama" : std::string(arch);
+// Sets the family-specific fields of `hp` (sizes stay) to what the real models of `name` (one of
+// synth_families()) use. The head size is `n_embd_head` (0: n_embd / n_head).
+void set_family(ModelHParams& hp, std::string_view name, int64_t n_embd_head) {
+  const SynthFamily& family = *find_synth_family(name);
+  hp.arch = std::string(family.architecture);
   hp.n_embd_head = n_embd_head;
   hp.n_rot = hp.head_dim();
   hp.rope_freq_scale = 1.0;
@@ -35,15 +39,8 @@ void set_family(ModelHParams& hp, std::string_view arch, int64_t n_embd_head) {
   hp.n_swa = 0;
   hp.swa_pattern = 1;
   hp.rope_freq_base_swa = 10000.0;
-  const bool qwen_or_gemma = arch == "qwen2" || arch == "qwen3" || arch == "gemma3";
-  hp.rms_norm_eps = qwen_or_gemma ? 1e-6 : 1e-5;
-  if (arch == "llama3") {
-    hp.rope_freq_base = 500000.0;
-  } else if (qwen_or_gemma) {
-    hp.rope_freq_base = 1e6;
-  } else {
-    hp.rope_freq_base = 10000.0;
-  }
+  hp.rms_norm_eps = family.rms_norm_eps;
+  hp.rope_freq_base = family.rope_freq_base;
 }
 
 void set_longrope(ModelHParams& hp, const LongRopeScaling& scaling) {
@@ -148,40 +145,44 @@ std::optional<ModelPreset> find_model_preset(std::string_view name) {
 }
 
 const std::vector<std::string_view>& synth_arch_names() {
-  static const std::vector<std::string_view> names = {"llama", "llama3", "qwen2",
-                                                      "qwen3", "gemma3", "phi3"};
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> out;
+    for (const SynthFamily& family : synth_families()) out.push_back(family.name);
+    return out;
+  }();
   return names;
 }
 
 Result<ModelPreset> preset_for_arch(const ModelPreset& preset, std::string_view arch) {
-  if (std::find(synth_arch_names().begin(), synth_arch_names().end(), arch) ==
-      synth_arch_names().end()) {
-    return Error{"unknown architecture '" + std::string(arch) +
-                 "' (llama, llama3, qwen2, qwen3, gemma3, phi3)"};
+  const SynthFamily* family = find_synth_family(arch);
+  if (family == nullptr) {
+    return Error{"unknown architecture '" + std::string(arch) + "' (" + synth_family_names() + ")"};
   }
   if (family_of(preset) == arch) return preset;
   ModelPreset out = preset;
   ModelHParams& hp = out.hparams;
-  const bool wide_heads = arch == "qwen3" || arch == "gemma3";
   const int64_t n_embd_head =
-      wide_heads ? (hp.n_embd_head > 0 ? hp.n_embd_head : 2 * hp.n_embd / hp.n_head) : 0;
+      family->wide_heads ? (hp.n_embd_head > 0 ? hp.n_embd_head : 2 * hp.n_embd / hp.n_head) : 0;
   set_family(hp, arch, n_embd_head);
-  out.tied_output = arch != "llama" && arch != "phi3";
+  out.tied_output = family->tied_output;
   out.llama3_rope =
-      arch == "llama3" ? std::optional<Llama3RopeScaling>(Llama3RopeScaling{}) : std::nullopt;
+      family->llama3_rope ? std::optional<Llama3RopeScaling>(Llama3RopeScaling{}) : std::nullopt;
   out.longrope = std::nullopt;  // phi3 as Phi-3-mini-4k: plain RoPE
-  if (arch == "gemma3") {
+  const Architecture& row = *find_architecture(family->architecture);
+  if (row.sliding_window) {
+    // The family's pattern when the model has that many layers, else one local layer of two,
+    // so that both kinds exist.
     hp.n_swa = static_cast<int32_t>(std::min<int64_t>(512, hp.n_ctx_train / 16));
-    hp.swa_pattern = hp.n_layer >= 6 ? 6 : 2;
+    hp.swa_pattern = hp.n_layer >= row.default_swa_pattern ? row.default_swa_pattern : 2;
   }
   out.description = preset.description + ", as " + std::string(arch);
   return out;
 }
 
 Result<ModelPreset> with_longrope(const ModelPreset& preset, int64_t original_context) {
-  if (preset.hparams.arch != "phi3") {
-    return Error{"LongRoPE factors exist for phi3 only (the preset is " + preset.hparams.arch +
-                 ")"};
+  const Architecture* row = find_architecture(preset.hparams.arch);
+  if (row == nullptr || row->rope_factors != RopeFactors::LONGROPE) {
+    return Error{"the " + preset.hparams.arch + " family has no LongRoPE factors"};
   }
   if (original_context < 1 || original_context > preset.hparams.n_ctx_train) {
     return Error{"the LongRoPE original context must be between 1 and the context (" +

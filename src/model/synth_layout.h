@@ -1,7 +1,7 @@
 // What a synthesized GGUF holds for each model family: its architecture keys (ARCH.*) and the
-// list of tensors with shapes, types and how each is filled. The family's needs come from
-// model/architecture.h, the same description the loader (model.cpp) binds against, so a file
-// written from this list has exactly the tensors Model::load requires.
+// list of tensors with shapes, types and how each is filled. Both come from the family's tables
+// (model/family_tensors.h, model/family_keys.h), the lists the loader binds and reads, so a file
+// written from them has exactly the tensors and keys Model::load requires.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +30,8 @@ struct SynthTensor {
 };
 
 // The tensors of `preset`'s family in file order: token_embd, the layers (blk.N.*), output_norm,
-// output (unless tied), then rope_freqs (llama3 scaling only). Matrices are `type`, or f16 when
+// output (unless tied), then the rope factors of the preset's scaling (rope_freqs for Llama 3's,
+// rope_factors_short/long for LongRoPE). Matrices are `type`, or f16 when
 // their rows do not fit `type`'s block size; norms, biases and rope_freqs are f32.
 // Precondition: preset.hparams.arch is a supported architecture.
 std::vector<SynthTensor> synth_tensor_list(const ModelPreset& preset, DType type);

@@ -1,0 +1,141 @@
+#include "model/family_tensors.h"
+
+#include <cassert>
+
+namespace trellis {
+namespace {
+
+using LW = LayerWeights;
+constexpr Dim EMBD = Dim::EMBD, Q = Dim::Q, KV = Dim::KV, FF = Dim::FF, HEAD = Dim::HEAD;
+
+constexpr TensorSpec matrix(std::string_view name, Dim n_in, Dim n_out, WeightView LW::*member) {
+  return {.name = name, .kind = TensorKind::MATRIX, .shape = {n_in, n_out}, .matrix = member};
+}
+constexpr TensorSpec vector_tensor(std::string_view name, TensorKind kind, Dim n,
+                                   std::vector<float> LW::*member) {
+  return {.name = name, .kind = kind, .shape = {n}, .vector = member};
+}
+constexpr TensorSpec norm(std::string_view name, Dim n, std::vector<float> LW::*member) {
+  return vector_tensor(name, TensorKind::NORM, n, member);
+}
+constexpr TensorSpec bias(std::string_view name, Dim n, std::vector<float> LW::*member) {
+  return vector_tensor(name, TensorKind::BIAS, n, member);
+}
+
+// The attention sublayer: its norm, then the blocks the row switches on.
+void add_attention(const Architecture& arch, std::vector<TensorSpec>& out) {
+  out.push_back(norm("attn_norm.weight", EMBD, &LW::attn_norm));
+  if (arch.fused_qkv) {
+    out.push_back(matrix("attn_qkv.weight", EMBD, Dim::QKV, &LW::wqkv));
+  } else {
+    out.push_back(matrix("attn_q.weight", EMBD, Q, &LW::wq));
+    out.push_back(matrix("attn_k.weight", EMBD, KV, &LW::wk));
+    out.push_back(matrix("attn_v.weight", EMBD, KV, &LW::wv));
+  }
+  if (arch.qkv_bias) {
+    out.push_back(bias("attn_q.bias", Q, &LW::bq));
+    out.push_back(bias("attn_k.bias", KV, &LW::bk));
+    out.push_back(bias("attn_v.bias", KV, &LW::bv));
+  }
+  if (arch.qk_norm) {
+    out.push_back(norm("attn_q_norm.weight", HEAD, &LW::q_norm));
+    out.push_back(norm("attn_k_norm.weight", HEAD, &LW::k_norm));
+  }
+  out.push_back(matrix("attn_output.weight", Q, EMBD, &LW::wo));
+  if (arch.post_norms) out.push_back(norm("post_attention_norm.weight", EMBD, &LW::post_attn_norm));
+}
+
+// The FFN sublayer of kind DENSE.
+void add_dense_ffn(const Architecture& arch, std::vector<TensorSpec>& out) {
+  out.push_back(norm("ffn_norm.weight", EMBD, &LW::ffn_norm));
+  if (arch.fused_gate_up) {
+    out.push_back(matrix("ffn_up.weight", EMBD, Dim::FF_GATE_UP, &LW::w_up));
+  } else {
+    out.push_back(matrix("ffn_gate.weight", EMBD, FF, &LW::w_gate));
+    out.push_back(matrix("ffn_up.weight", EMBD, FF, &LW::w_up));
+  }
+  out.push_back(matrix("ffn_down.weight", FF, EMBD, &LW::w_down));
+  if (arch.post_norms) out.push_back(norm("post_ffw_norm.weight", EMBD, &LW::post_ffn_norm));
+}
+
+FamilyTensors build(const Architecture& arch) {
+  FamilyTensors list;
+  list.before_layers = {kTokenEmbd};
+  add_attention(arch, list.layer);
+  switch (arch.ffn_kind) {
+    case FfnKind::DENSE:
+      add_dense_ffn(arch, list.layer);
+      break;
+  }
+  list.after_layers = {kOutputNorm, kOutput};
+  switch (arch.rope_factors) {
+    case RopeFactors::NONE:
+      break;
+    case RopeFactors::FREQS:
+      list.after_layers.push_back(kRopeFreqs);
+      break;
+    case RopeFactors::LONGROPE:
+      list.after_layers.push_back(kRopeFactorsShort);
+      list.after_layers.push_back(kRopeFactorsLong);
+      break;
+  }
+  return list;
+}
+
+int64_t dim_size(Dim dim, const ModelHParams& hp) {
+  switch (dim) {
+    case Dim::NONE:
+      break;
+    case Dim::EMBD:
+      return hp.n_embd;
+    case Dim::VOCAB:
+      return hp.n_vocab;
+    case Dim::Q:
+      return hp.n_embd_q();
+    case Dim::KV:
+      return hp.n_embd_kv();
+    case Dim::QKV:
+      return hp.n_embd_q() + 2 * hp.n_embd_kv();
+    case Dim::FF:
+      return hp.n_ff;
+    case Dim::FF_GATE_UP:
+      return 2 * hp.n_ff;
+    case Dim::HEAD:
+      return hp.head_dim();
+    case Dim::ROPE_PAIRS:
+      return hp.n_rot / 2;
+  }
+  assert(false && "Dim::NONE has no size");
+  return 0;
+}
+
+}  // namespace
+
+const FamilyTensors& family_tensors(const Architecture& arch) {
+  static const std::vector<FamilyTensors> lists = [] {
+    std::vector<FamilyTensors> out;
+    for (const Architecture& a : architectures()) out.push_back(build(a));
+    return out;
+  }();
+  const std::span<const Architecture> rows = architectures();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].name == arch.name) return lists[i];
+  }
+  assert(false && "not a supported architecture");
+  return lists.front();
+}
+
+std::string layer_tensor_name(int64_t il, const TensorSpec& spec) {
+  return "blk." + std::to_string(il) + "." + std::string(spec.name);
+}
+
+std::vector<int64_t> tensor_shape(const TensorSpec& spec, const ModelHParams& hp) {
+  std::vector<int64_t> shape;
+  for (Dim dim : spec.shape) {
+    if (dim == Dim::NONE) break;
+    shape.push_back(dim_size(dim, hp));
+  }
+  return shape;
+}
+
+}  // namespace trellis

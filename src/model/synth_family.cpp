@@ -1,0 +1,60 @@
+#include "model/synth_family.h"
+
+#include <array>
+
+namespace trellis {
+namespace {
+
+// From the published configs: Llama 2 (rope base 10^4, eps 10^-5, untied), Llama 3.2
+// (5·10^5, tied), Qwen2.5 and Qwen3 (10^6, 10^-6, tied), Gemma 3 (10^6, 10^-6, tied),
+// Phi-3 (10^4, 10^-5, untied).
+constexpr std::array<SynthFamily, 6> kFamilies = {{
+    {.name = "llama", .architecture = "llama"},
+    {.name = "llama3",
+     .architecture = "llama",
+     .rope_freq_base = 500000.0,
+     .tied_output = true,
+     .llama3_rope = true},
+    {.name = "qwen2",
+     .architecture = "qwen2",
+     .rope_freq_base = 1e6,
+     .rms_norm_eps = 1e-6,
+     .tied_output = true},
+    {.name = "qwen3",
+     .architecture = "qwen3",
+     .rope_freq_base = 1e6,
+     .rms_norm_eps = 1e-6,
+     .wide_heads = true,
+     .tied_output = true},
+    {.name = "gemma3",
+     .architecture = "gemma3",
+     .rope_freq_base = 1e6,
+     .rms_norm_eps = 1e-6,
+     .wide_heads = true,
+     .tied_output = true},
+    {.name = "phi3", .architecture = "phi3"},
+}};
+
+}  // namespace
+
+std::span<const SynthFamily> synth_families() {
+  return kFamilies;
+}
+
+const SynthFamily* find_synth_family(std::string_view name) {
+  for (const SynthFamily& family : kFamilies) {
+    if (family.name == name) return &family;
+  }
+  return nullptr;
+}
+
+std::string synth_family_names() {
+  std::string names;
+  for (const SynthFamily& family : kFamilies) {
+    if (!names.empty()) names += ", ";
+    names += family.name;
+  }
+  return names;
+}
+
+}  // namespace trellis
