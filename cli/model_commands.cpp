@@ -9,6 +9,7 @@
 #include "model/synth_family.h"
 #include "model/synth_model.h"
 #include "model_summary.h"
+#include "quant/quant.h"
 
 namespace trellis::cli {
 namespace {
@@ -70,10 +71,8 @@ int run_synth(const SynthArgs& args) {
   const std::optional<QuantMix> mix = parse_quant_mix(args.type);
   std::optional<DType> type = mix ? quant_mix_base(*mix) : dtype_from_name(args.type);
   if (!type || !is_synth_type(*type)) {
-    std::fprintf(stderr,
-                 "error: unsupported type '%s' (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, "
-                 "q2_k, q3_k, q4_k, q5_k, q6_k, q4_k_m, q5_k_m)\n",
-                 args.type.c_str());
+    std::fprintf(stderr, "error: unsupported type '%s' (%s, q4_k_m, q5_k_m)\n", args.type.c_str(),
+                 quant_type_names().c_str());
     return 1;
   }
   SynthOptions options{*preset,     *type,        args.seed, args.vocab_from,
@@ -108,9 +107,7 @@ void add_model_commands(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   synth->add_option("--arch", args->arch,
                     "Family: " + synth_family_names() + " (default: the preset's)");
-  synth
-      ->add_option("--type", args->type,
-                   "Weight type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1")
+  synth->add_option("--type", args->type, "Weight type: " + quant_type_names() + ", q4_k_m, q5_k_m")
       ->capture_default_str();
   synth->add_option("--longrope", args->longrope,
                     "phi3: LongRoPE factors (as Phi-3.5) from this original context to the "

@@ -14,69 +14,17 @@
 namespace trellis {
 namespace kernels_detail {
 
-ActFormat act_format(DType type) {
-  switch (type) {
-    case DType::Q4_0:
-    case DType::Q4_1:
-    case DType::Q5_0:
-    case DType::Q5_1:
-    case DType::Q8_0:
-      return ActFormat::Q8_0;
-    case DType::Q2_K:
-    case DType::Q3_K:
-    case DType::Q4_K:
-    case DType::Q5_K:
-    case DType::Q6_K:
-      return ActFormat::Q8_K;
-    default:
-      return ActFormat::F32;
-  }
-}
-
 size_t act_row_bytes(ActFormat format, int64_t n_in) {
-  const auto n = static_cast<size_t>(n_in);
-  switch (format) {
-    case ActFormat::Q8_0:
-      return n / 32 * sizeof(ActQ8_0);
-    case ActFormat::Q8_K:
-      return n / 256 * sizeof(ActQ8_K);
-    case ActFormat::F32:
-      break;
-  }
-  return n * sizeof(float);
+  const ActFormatInfo& info = act_format_info(format);
+  return static_cast<size_t>(n_in / info.block_elems) * info.block_bytes;
 }
 
 RowKernel table_kernel(const KernelTable& table, DType type) {
-  switch (type) {
-    case DType::F32:
-      return table.f32;
-    case DType::F16:
-      return table.f16;
-    case DType::BF16:
-      return table.bf16;
-    case DType::Q4_0:
-      return table.q4_0;
-    case DType::Q4_1:
-      return table.q4_1;
-    case DType::Q5_0:
-      return table.q5_0;
-    case DType::Q5_1:
-      return table.q5_1;
-    case DType::Q8_0:
-      return table.q8_0;
-    case DType::Q2_K:
-      return table.q2_k;
-    case DType::Q3_K:
-      return table.q3_k;
-    case DType::Q4_K:
-      return table.q4_k;
-    case DType::Q5_K:
-      return table.q5_k;
-    case DType::Q6_K:
-      return table.q6_k;
-    default:
-      return nullptr;
-  }
+  return table.matmul[dtype_index(type)];
+}
+
+ActQuantizer table_quantizer(const KernelTable& table, ActFormat format) {
+  return table.quantize_act[static_cast<size_t>(format)];
 }
 
 }  // namespace kernels_detail
@@ -134,10 +82,8 @@ kd::RowKernel pick_kernel(const kd::KernelTable& table, const WeightView& w) {
 }
 
 kd::ActQuantizer pick_quantizer(const kd::KernelTable& table, kd::ActFormat format) {
-  const kd::KernelTable& scalar = kd::scalar_kernels();
-  if (format == kd::ActFormat::Q8_0)
-    return table.quantize_q8_0 ? table.quantize_q8_0 : scalar.quantize_q8_0;
-  return table.quantize_q8_k ? table.quantize_q8_k : scalar.quantize_q8_k;
+  kd::ActQuantizer quantize = kd::table_quantizer(table, format);
+  return quantize != nullptr ? quantize : kd::table_quantizer(kd::scalar_kernels(), format);
 }
 
 }  // namespace
@@ -153,9 +99,8 @@ void matmul_many(KernelIsa isa, std::span<const MatmulJob> jobs, const float* x,
 
   // The activations in each format some job needs, quantized once into the scratch (one format
   // after the other), each token row in parallel (rows are independent).
-  constexpr int kFormats = 3;
-  size_t act_offset[kFormats] = {};
-  bool needed[kFormats] = {};
+  size_t act_offset[kd::kActFormatCount] = {};
+  bool needed[kd::kActFormatCount] = {};
   size_t act_bytes = 0;
   for (const MatmulJob& job : jobs) {
     assert(matmul_supports(job.w.type));
@@ -168,9 +113,9 @@ void matmul_many(KernelIsa isa, std::span<const MatmulJob> jobs, const float* x,
     act_bytes += kd::act_row_bytes(format, n_in) * static_cast<size_t>(n_tokens);
   }
   uint8_t* act = act_bytes > 0 ? scratch.get(act_bytes) : nullptr;
-  for (kd::ActFormat format : {kd::ActFormat::Q8_0, kd::ActFormat::Q8_K}) {
-    const auto f = static_cast<int>(format);
+  for (size_t f = 0; f < kd::kActFormatCount; ++f) {
     if (!needed[f]) continue;
+    const auto format = static_cast<kd::ActFormat>(f);
     const kd::ActQuantizer quantize = pick_quantizer(table, format);
     const size_t row_bytes_act = kd::act_row_bytes(format, n_in);
     uint8_t* out = act + act_offset[f];

@@ -59,6 +59,7 @@
 // Precondition: finite activations.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -89,8 +90,24 @@ struct ActQ8_K {
 };
 static_assert(sizeof(ActQ8_K) == 292);
 
+// The activations a weight type's kernels read (the reference row of the type, in
+// generic/matmul_generic.cpp, says which); F32: x itself.
 enum class ActFormat { F32, Q8_0, Q8_K };
-ActFormat act_format(DType type);
+inline constexpr size_t kActFormatCount = 3;
+
+struct ActFormatInfo {
+  int64_t block_elems;  // equal to the block_elems of every weight type that reads the format
+  size_t block_bytes;
+};
+inline constexpr std::array<ActFormatInfo, kActFormatCount> kActFormats = {{
+    {1, sizeof(float)},      // F32
+    {32, sizeof(ActQ8_0)},   // Q8_0
+    {256, sizeof(ActQ8_K)},  // Q8_K
+}};
+
+constexpr const ActFormatInfo& act_format_info(ActFormat format) {
+  return kActFormats[static_cast<size_t>(format)];
+}
 // Bytes of one token's activations in `format` (n_in a multiple of the block size).
 size_t act_row_bytes(ActFormat format, int64_t n_in);
 
@@ -126,15 +143,43 @@ using AttendGroupKernel = void (*)(const KvStorage& kv, int64_t layer, int64_t k
 // The scores and output sums of n_q heads, and one block of keys or values widened to f32.
 int64_t attend_group_scratch_floats(const KvLayout& layout, int64_t n_q, const AttentionRow& row);
 
+// A variant's matmul kernels, indexed by dtype_index(type); null: the variant has no kernel of
+// its own for the type (it takes the scalar one), or nobody has (matmul_supports is false).
+using RowKernels = std::array<RowKernel, kDTypeIdEnd>;
+
+// One row of a variant's kernel list: adding a kernel is adding a row.
+struct TypeKernel {
+  DType type = DType::F32;
+  RowKernel kernel = nullptr;
+};
+
+// The rows at their types' slots (a type listed twice does not compile).
+template <size_t N>
+constexpr RowKernels row_kernels(const TypeKernel (&rows)[N]) {
+  const std::array<TypeKernel, kDTypeIdEnd> by_type = table_by_type(rows);
+  RowKernels kernels{};
+  for (size_t i = 0; i < kDTypeIdEnd; ++i) kernels[i] = by_type[i].kernel;
+  return kernels;
+}
+
+// `base` with the rows' kernels in place: a variant built on another one.
+template <size_t N>
+constexpr RowKernels with_kernels(RowKernels base, const TypeKernel (&rows)[N]) {
+  const RowKernels own = row_kernels(rows);
+  for (size_t i = 0; i < kDTypeIdEnd; ++i) {
+    if (own[i] != nullptr) base[i] = own[i];
+  }
+  return base;
+}
+
 // One ISA's kernels; a null entry falls back to the scalar one.
 struct KernelTable {
-  RowKernel f32 = nullptr, f16 = nullptr, bf16 = nullptr;
-  RowKernel q4_0 = nullptr, q4_1 = nullptr, q5_0 = nullptr, q5_1 = nullptr, q8_0 = nullptr;
-  RowKernel q2_k = nullptr, q3_k = nullptr, q4_k = nullptr, q5_k = nullptr, q6_k = nullptr;
+  RowKernels matmul{};
   // Packed layouts (kernels/weight_pack.h): only the variant that packs has an entry, and it has
   // no scalar fallback (a packed matrix is never handed to another variant).
   RowKernel q4_0_x16 = nullptr;
-  ActQuantizer quantize_q8_0 = nullptr, quantize_q8_k = nullptr;
+  // Indexed by ActFormat; the F32 entry stays null (x is read as it is).
+  std::array<ActQuantizer, kActFormatCount> quantize_act{};
   // Attention, for head sizes that are multiples of attend_head_dim_multiple and at most
   // attend_max_head_dim (other sizes, or a null entry, take the scalar kernel).
   AttendHeadKernel attend_head = nullptr;
@@ -144,7 +189,16 @@ struct KernelTable {
   int64_t attend_max_head_dim = 0;
 };
 
+// The table's own kernel for `type`, and its quantizer of `format` (null: none). Out of line,
+// like everything here that runs: a copy of an inline function made in a translation unit built
+// for AVX-512 could be the one the linker keeps for every caller (see x86/avx2_util.h). The
+// constexpr helpers above only ever run at compile time there.
 RowKernel table_kernel(const KernelTable& table, DType type);
+ActQuantizer table_quantizer(const KernelTable& table, ActFormat format);
+
+// The activation format of a weight type's kernels (F32 for a type without kernels).
+ActFormat act_format(DType type);
+
 // The kernel table of a variant (the scalar table for a variant this build lacks).
 const KernelTable& isa_table(KernelIsa isa);
 

@@ -159,8 +159,7 @@ bool is_synth_type(DType type) {
 Status synthesize_model(const SynthOptions& options) {
   if (!is_synth_type(options.type)) {
     return Error{"model synth: type " + std::string(dtype_name(options.type)) +
-                 " is not supported (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, "
-                 "q4_k, q5_k, q6_k, q4_k_m, q5_k_m)"};
+                 " is not supported (" + quant_type_names() + ", q4_k_m, q5_k_m)"};
   }
   if (find_architecture(options.preset.hparams.arch) == nullptr) {
     return Error{"model synth: unsupported architecture '" + options.preset.hparams.arch + "'"};

@@ -3,24 +3,15 @@
 // (it is the format definition's order), so a SIMD kernel can reproduce the results bit for bit:
 // legacy types compute q * d (+ m); K types first form the sub-block scale d * sc (and min
 // dmin * mn), then scale * q (- min).
-#include <cassert>
 #include <cstdint>
 #include <cstring>
 
 #include "quant/block_types.h"
+#include "quant/codecs.h"
 #include "quant/half.h"
-#include "quant/quant.h"
 
-namespace trellis {
+namespace trellis::quant_detail {
 namespace {
-
-void dequantize_f16(const uint16_t* src, float* dst, int64_t n_elems) {
-  for (int64_t i = 0; i < n_elems; ++i) dst[i] = f16_to_f32(src[i]);
-}
-
-void dequantize_bf16(const uint16_t* src, float* dst, int64_t n_elems) {
-  for (int64_t i = 0; i < n_elems; ++i) dst[i] = bf16_to_f32(src[i]);
-}
 
 // Reads the little-endian uint32 of high bits of a q5 block (4 bytes at an even offset).
 uint32_t load_qh(const uint8_t* qh) {
@@ -28,7 +19,24 @@ uint32_t load_qh(const uint8_t* qh) {
          static_cast<uint32_t>(qh[2]) << 16 | static_cast<uint32_t>(qh[3]) << 24;
 }
 
-void dequantize_q4_0(const block_q4_0* blocks, float* dst, int64_t n_blocks) {
+}  // namespace
+
+void dequantize_f32(const void* src, float* dst, int64_t n_blocks) {
+  if (n_blocks > 0) std::memcpy(dst, src, static_cast<size_t>(n_blocks) * sizeof(float));
+}
+
+void dequantize_f16(const void* src, float* dst, int64_t n_blocks) {
+  const auto* in = static_cast<const uint16_t*>(src);
+  for (int64_t i = 0; i < n_blocks; ++i) dst[i] = f16_to_f32(in[i]);
+}
+
+void dequantize_bf16(const void* src, float* dst, int64_t n_blocks) {
+  const auto* in = static_cast<const uint16_t*>(src);
+  for (int64_t i = 0; i < n_blocks; ++i) dst[i] = bf16_to_f32(in[i]);
+}
+
+void dequantize_q4_0(const void* src, float* dst, int64_t n_blocks) {
+  const auto* blocks = static_cast<const block_q4_0*>(src);
   for (int64_t b = 0; b < n_blocks; ++b, dst += kQk) {
     const float d = f16_to_f32(blocks[b].d);
     const uint8_t* qs = blocks[b].qs;
@@ -37,7 +45,8 @@ void dequantize_q4_0(const block_q4_0* blocks, float* dst, int64_t n_blocks) {
   }
 }
 
-void dequantize_q4_1(const block_q4_1* blocks, float* dst, int64_t n_blocks) {
+void dequantize_q4_1(const void* src, float* dst, int64_t n_blocks) {
+  const auto* blocks = static_cast<const block_q4_1*>(src);
   for (int64_t b = 0; b < n_blocks; ++b, dst += kQk) {
     const float d = f16_to_f32(blocks[b].d);
     const float m = f16_to_f32(blocks[b].m);
@@ -47,7 +56,8 @@ void dequantize_q4_1(const block_q4_1* blocks, float* dst, int64_t n_blocks) {
   }
 }
 
-void dequantize_q5_0(const block_q5_0* blocks, float* dst, int64_t n_blocks) {
+void dequantize_q5_0(const void* src, float* dst, int64_t n_blocks) {
+  const auto* blocks = static_cast<const block_q5_0*>(src);
   for (int64_t b = 0; b < n_blocks; ++b, dst += kQk) {
     const float d = f16_to_f32(blocks[b].d);
     const uint32_t qh = load_qh(blocks[b].qh);
@@ -64,7 +74,8 @@ void dequantize_q5_0(const block_q5_0* blocks, float* dst, int64_t n_blocks) {
   }
 }
 
-void dequantize_q5_1(const block_q5_1* blocks, float* dst, int64_t n_blocks) {
+void dequantize_q5_1(const void* src, float* dst, int64_t n_blocks) {
+  const auto* blocks = static_cast<const block_q5_1*>(src);
   for (int64_t b = 0; b < n_blocks; ++b, dst += kQk) {
     const float d = f16_to_f32(blocks[b].d);
     const float m = f16_to_f32(blocks[b].m);
@@ -81,7 +92,8 @@ void dequantize_q5_1(const block_q5_1* blocks, float* dst, int64_t n_blocks) {
   }
 }
 
-void dequantize_q8_0(const block_q8_0* blocks, float* dst, int64_t n_blocks) {
+void dequantize_q8_0(const void* src, float* dst, int64_t n_blocks) {
+  const auto* blocks = static_cast<const block_q8_0*>(src);
   for (int64_t b = 0; b < n_blocks; ++b, dst += kQk) {
     const float d = f16_to_f32(blocks[b].d);
     for (int l = 0; l < kQk; ++l) dst[l] = static_cast<float>(blocks[b].qs[l]) * d;
@@ -92,7 +104,8 @@ void dequantize_q8_0(const block_q8_0* blocks, float* dst, int64_t n_blocks) {
 //   dst   | 32k + l, l = 0..15           | 32k + l, l = 16..31
 //   code  | (qs[l] >> 2k) & 3            | (qs[l] >> 2k) & 3
 //   scale | scales[8h + 2k]              | scales[8h + 2k + 1]
-void dequantize_q2_k(const block_q2_K* blocks, float* dst, int64_t n_blocks) {
+void dequantize_q2_k(const void* src, float* dst, int64_t n_blocks) {
+  const auto* blocks = static_cast<const block_q2_K*>(src);
   for (int64_t b = 0; b < n_blocks; ++b) {
     const float d = f16_to_f32(blocks[b].d);
     const float dmin = f16_to_f32(blocks[b].dmin);
@@ -113,7 +126,8 @@ void dequantize_q2_k(const block_q2_K* blocks, float* dst, int64_t n_blocks) {
 }
 
 // q3_K: the q2_K arrangement of the low 2 bits; bit (4h + k) of hmask[l] clear subtracts 4.
-void dequantize_q3_k(const block_q3_K* blocks, float* dst, int64_t n_blocks) {
+void dequantize_q3_k(const void* src, float* dst, int64_t n_blocks) {
+  const auto* blocks = static_cast<const block_q3_K*>(src);
   for (int64_t b = 0; b < n_blocks; ++b) {
     const float d = f16_to_f32(blocks[b].d);
     const uint8_t* hmask = blocks[b].hmask;
@@ -138,7 +152,8 @@ void dequantize_q3_k(const block_q3_K* blocks, float* dst, int64_t n_blocks) {
 //   dst  | 0 .. 31           | 32 .. 63          | 64 .. 95            | ... | 224 .. 255
 //   code | qs[0..32) & 0xf   | qs[0..32) >> 4    | qs[32..64) & 0xf    | ... | qs[96..128) >> 4
 //   sub  | 0                 | 1                 | 2                   | ... | 7
-void dequantize_q4_k(const block_q4_K* blocks, float* dst, int64_t n_blocks) {
+void dequantize_q4_k(const void* src, float* dst, int64_t n_blocks) {
+  const auto* blocks = static_cast<const block_q4_K*>(src);
   for (int64_t b = 0; b < n_blocks; ++b) {
     const float d = f16_to_f32(blocks[b].d);
     const float dmin = f16_to_f32(blocks[b].dmin);
@@ -156,7 +171,8 @@ void dequantize_q4_k(const block_q4_K* blocks, float* dst, int64_t n_blocks) {
 }
 
 // q5_K: the q4_K layout, plus bit (2c) / (2c + 1) of qh[l] as bit 4 of the low / high sub-block.
-void dequantize_q5_k(const block_q5_K* blocks, float* dst, int64_t n_blocks) {
+void dequantize_q5_k(const void* src, float* dst, int64_t n_blocks) {
+  const auto* blocks = static_cast<const block_q5_K*>(src);
   for (int64_t b = 0; b < n_blocks; ++b) {
     const float d = f16_to_f32(blocks[b].d);
     const float dmin = f16_to_f32(blocks[b].dmin);
@@ -185,7 +201,8 @@ void dequantize_q5_k(const block_q5_K* blocks, float* dst, int64_t n_blocks) {
 //   low bits  | ql[l] & 0xf      | ql[l + 32] & 0xf    | ql[l] >> 4       | ql[l + 32] >> 4
 //   high bits | qh[l] bits 1:0   | qh[l] bits 3:2      | qh[l] bits 5:4   | qh[l] bits 7:6
 //   scale     | scales[(128h + dst index) / 16]
-void dequantize_q6_k(const block_q6_K* blocks, float* dst, int64_t n_blocks) {
+void dequantize_q6_k(const void* src, float* dst, int64_t n_blocks) {
+  const auto* blocks = static_cast<const block_q6_K*>(src);
   for (int64_t b = 0; b < n_blocks; ++b) {
     const float d = f16_to_f32(blocks[b].d);
     const int8_t* scales = blocks[b].scales;
@@ -208,66 +225,4 @@ void dequantize_q6_k(const block_q6_K* blocks, float* dst, int64_t n_blocks) {
   }
 }
 
-}  // namespace
-
-bool can_dequantize(DType type) {
-  switch (type) {
-    case DType::F32:
-    case DType::F16:
-    case DType::BF16:
-    case DType::Q4_0:
-    case DType::Q4_1:
-    case DType::Q5_0:
-    case DType::Q5_1:
-    case DType::Q8_0:
-    case DType::Q2_K:
-    case DType::Q3_K:
-    case DType::Q4_K:
-    case DType::Q5_K:
-    case DType::Q6_K:
-      return true;
-    default:
-      return false;
-  }
-}
-
-void dequantize_row(DType type, const void* src, float* dst, int64_t n_elems) {
-  assert(can_dequantize(type));
-  assert(reinterpret_cast<uintptr_t>(src) % alignof(uint16_t) == 0);
-  const int64_t block_elems = dtype_info(type).block_elems;
-  assert(n_elems >= 0 && n_elems % block_elems == 0);
-  const int64_t n_blocks = n_elems / block_elems;
-  switch (type) {
-    case DType::F32:
-      if (n_elems > 0) std::memcpy(dst, src, static_cast<size_t>(n_elems) * sizeof(float));
-      return;
-    case DType::F16:
-      return dequantize_f16(static_cast<const uint16_t*>(src), dst, n_elems);
-    case DType::BF16:
-      return dequantize_bf16(static_cast<const uint16_t*>(src), dst, n_elems);
-    case DType::Q4_0:
-      return dequantize_q4_0(static_cast<const block_q4_0*>(src), dst, n_blocks);
-    case DType::Q4_1:
-      return dequantize_q4_1(static_cast<const block_q4_1*>(src), dst, n_blocks);
-    case DType::Q5_0:
-      return dequantize_q5_0(static_cast<const block_q5_0*>(src), dst, n_blocks);
-    case DType::Q5_1:
-      return dequantize_q5_1(static_cast<const block_q5_1*>(src), dst, n_blocks);
-    case DType::Q8_0:
-      return dequantize_q8_0(static_cast<const block_q8_0*>(src), dst, n_blocks);
-    case DType::Q2_K:
-      return dequantize_q2_k(static_cast<const block_q2_K*>(src), dst, n_blocks);
-    case DType::Q3_K:
-      return dequantize_q3_k(static_cast<const block_q3_K*>(src), dst, n_blocks);
-    case DType::Q4_K:
-      return dequantize_q4_k(static_cast<const block_q4_K*>(src), dst, n_blocks);
-    case DType::Q5_K:
-      return dequantize_q5_k(static_cast<const block_q5_K*>(src), dst, n_blocks);
-    case DType::Q6_K:
-      return dequantize_q6_k(static_cast<const block_q6_K*>(src), dst, n_blocks);
-    default:
-      assert(false && "dequantize_row: unsupported type");
-  }
-}
-
-}  // namespace trellis
+}  // namespace trellis::quant_detail

@@ -2,18 +2,43 @@
 // that every SIMD kernel is tested against; they follow the formats' definitions bit for bit.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <span>
+#include <string>
+#include <string_view>
 
 #include "base/result.h"
 #include "tensor/dtype.h"
 
 namespace trellis {
 
-// True for the types dequantize_row supports.
+// Each converts n_blocks whole blocks of its type (a block of the float types is one value).
+using DequantizeBlocks = void (*)(const void* src, float* dst, int64_t n_blocks);
+using QuantizeBlocks = void (*)(const float* src, void* dst, int64_t n_blocks);
+
+// The row of the quant table (quant_table.cpp) for one type.
+struct QuantTraits {
+  DType type = DType::F32;
+  size_t block_struct_bytes = 0;  // sizeof the block struct; equal to the dtype table's bytes
+  DequantizeBlocks dequantize = nullptr;
+  QuantizeBlocks quantize = nullptr;
+  // The stated round-trip bound: for finite inputs (f16: of normal magnitude), every element x of
+  // a block comes back from dequantize(quantize(x)) within round_trip_bound * max |x| over the
+  // block. tests/unit/quant/quant_table_test.cpp holds every row to it.
+  double round_trip_bound = 0.0;
+};
+
+// The row of `type`, or null for a type this module cannot convert.
+const QuantTraits* quant_traits(DType type);
+
+// True for the types that have a row, i.e. that dequantize_row and quantize_row support.
 bool can_dequantize(DType type);
-// True for the types quantize_row supports.
 bool can_quantize(DType type);
+// The names of those types, in the table's order, for messages: "f32, f16, ..., q6_K".
+std::string quant_type_names();
+// Ok for a type with a row; otherwise an error, prefixed with `who`, that names the type and
+// the supported ones.
+Status require_quant(DType type, std::string_view who);
 
 // Converts `n_elems` values stored as `type` at `src` to f32. Preconditions: can_dequantize(type),
 // n_elems is a multiple of the type's block size, src holds row_bytes(type, n_elems) bytes and is

@@ -17,23 +17,18 @@
 // The K types (q2_K .. q6_K) are quantized in quantize_k.cpp by a round-to-nearest search of the
 // scales: their bytes are valid GGUF blocks but not the reference quantizer's bytes.
 #include <algorithm>
-#include <cassert>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
 #include "quant/block_types.h"
+#include "quant/codecs.h"
 #include "quant/half.h"
-#include "quant/quant.h"
-#include "quant/quantize_k.h"
 #include "quant/rounding.h"
 
-namespace trellis {
+namespace trellis::quant_detail {
 namespace {
-
-using quant_detail::round_half_away_from_zero;
-using quant_detail::signed_absmax;
 
 float inverse_or_zero(float d) {
   return d != 0.0f ? 1.0f / d : 0.0f;
@@ -44,15 +39,24 @@ void store_qh(uint32_t qh, uint8_t* out) {
   for (int k = 0; k < 4; ++k) out[k] = static_cast<uint8_t>(qh >> (8 * k));
 }
 
-void quantize_f16(const float* src, uint16_t* dst, int64_t n_elems) {
-  for (int64_t i = 0; i < n_elems; ++i) dst[i] = f32_to_f16(src[i]);
+}  // namespace
+
+void quantize_f32(const float* src, void* dst, int64_t n_blocks) {
+  if (n_blocks > 0) std::memcpy(dst, src, static_cast<size_t>(n_blocks) * sizeof(float));
 }
 
-void quantize_bf16(const float* src, uint16_t* dst, int64_t n_elems) {
-  for (int64_t i = 0; i < n_elems; ++i) dst[i] = f32_to_bf16(src[i]);
+void quantize_f16(const float* src, void* dst, int64_t n_blocks) {
+  auto* out = static_cast<uint16_t*>(dst);
+  for (int64_t i = 0; i < n_blocks; ++i) out[i] = f32_to_f16(src[i]);
 }
 
-void quantize_q8_0(const float* src, block_q8_0* blocks, int64_t n_blocks) {
+void quantize_bf16(const float* src, void* dst, int64_t n_blocks) {
+  auto* out = static_cast<uint16_t*>(dst);
+  for (int64_t i = 0; i < n_blocks; ++i) out[i] = f32_to_bf16(src[i]);
+}
+
+void quantize_q8_0(const float* src, void* dst, int64_t n_blocks) {
+  auto* blocks = static_cast<block_q8_0*>(dst);
   for (int64_t b = 0; b < n_blocks; ++b, src += kQk) {
     float amax = 0.0f;
     for (int l = 0; l < kQk; ++l) amax = std::max(amax, std::fabs(src[l]));
@@ -65,7 +69,8 @@ void quantize_q8_0(const float* src, block_q8_0* blocks, int64_t n_blocks) {
   }
 }
 
-void quantize_q4_0(const float* src, block_q4_0* blocks, int64_t n_blocks) {
+void quantize_q4_0(const float* src, void* dst, int64_t n_blocks) {
+  auto* blocks = static_cast<block_q4_0*>(dst);
   for (int64_t b = 0; b < n_blocks; ++b, src += kQk) {
     const float d = signed_absmax(src, kQk) / -8.0f;
     const float id = inverse_or_zero(d);
@@ -80,7 +85,8 @@ void quantize_q4_0(const float* src, block_q4_0* blocks, int64_t n_blocks) {
   }
 }
 
-void quantize_q4_1(const float* src, block_q4_1* blocks, int64_t n_blocks) {
+void quantize_q4_1(const float* src, void* dst, int64_t n_blocks) {
+  auto* blocks = static_cast<block_q4_1*>(dst);
   for (int64_t b = 0; b < n_blocks; ++b, src += kQk) {
     float min = FLT_MAX;
     float max = -FLT_MAX;
@@ -103,7 +109,8 @@ void quantize_q4_1(const float* src, block_q4_1* blocks, int64_t n_blocks) {
   }
 }
 
-void quantize_q5_0(const float* src, block_q5_0* blocks, int64_t n_blocks) {
+void quantize_q5_0(const float* src, void* dst, int64_t n_blocks) {
+  auto* blocks = static_cast<block_q5_0*>(dst);
   for (int64_t b = 0; b < n_blocks; ++b, src += kQk) {
     const float d = signed_absmax(src, kQk) / -16.0f;
     const float id = inverse_or_zero(d);
@@ -121,7 +128,8 @@ void quantize_q5_0(const float* src, block_q5_0* blocks, int64_t n_blocks) {
   }
 }
 
-void quantize_q5_1(const float* src, block_q5_1* blocks, int64_t n_blocks) {
+void quantize_q5_1(const float* src, void* dst, int64_t n_blocks) {
+  auto* blocks = static_cast<block_q5_1*>(dst);
   for (int64_t b = 0; b < n_blocks; ++b, src += kQk) {
     float min = FLT_MAX;
     float max = -FLT_MAX;
@@ -147,66 +155,4 @@ void quantize_q5_1(const float* src, block_q5_1* blocks, int64_t n_blocks) {
   }
 }
 
-}  // namespace
-
-bool can_quantize(DType type) {
-  switch (type) {
-    case DType::F32:
-    case DType::F16:
-    case DType::BF16:
-    case DType::Q4_0:
-    case DType::Q4_1:
-    case DType::Q5_0:
-    case DType::Q5_1:
-    case DType::Q8_0:
-    case DType::Q2_K:
-    case DType::Q3_K:
-    case DType::Q4_K:
-    case DType::Q5_K:
-    case DType::Q6_K:
-      return true;
-    default:
-      return false;
-  }
-}
-
-void quantize_row(DType type, const float* src, void* dst, int64_t n_elems) {
-  assert(can_quantize(type));
-  assert(reinterpret_cast<uintptr_t>(dst) % alignof(uint16_t) == 0);
-  const int64_t block_elems = dtype_info(type).block_elems;
-  assert(n_elems >= 0 && n_elems % block_elems == 0);
-  const int64_t n_blocks = n_elems / block_elems;
-  switch (type) {
-    case DType::F32:
-      if (n_elems > 0) std::memcpy(dst, src, static_cast<size_t>(n_elems) * sizeof(float));
-      return;
-    case DType::F16:
-      return quantize_f16(src, static_cast<uint16_t*>(dst), n_elems);
-    case DType::BF16:
-      return quantize_bf16(src, static_cast<uint16_t*>(dst), n_elems);
-    case DType::Q4_0:
-      return quantize_q4_0(src, static_cast<block_q4_0*>(dst), n_blocks);
-    case DType::Q4_1:
-      return quantize_q4_1(src, static_cast<block_q4_1*>(dst), n_blocks);
-    case DType::Q5_0:
-      return quantize_q5_0(src, static_cast<block_q5_0*>(dst), n_blocks);
-    case DType::Q5_1:
-      return quantize_q5_1(src, static_cast<block_q5_1*>(dst), n_blocks);
-    case DType::Q8_0:
-      return quantize_q8_0(src, static_cast<block_q8_0*>(dst), n_blocks);
-    case DType::Q2_K:
-      return quant_detail::quantize_q2_k(src, static_cast<block_q2_K*>(dst), n_blocks);
-    case DType::Q3_K:
-      return quant_detail::quantize_q3_k(src, static_cast<block_q3_K*>(dst), n_blocks);
-    case DType::Q4_K:
-      return quant_detail::quantize_q4_k(src, static_cast<block_q4_K*>(dst), n_blocks);
-    case DType::Q5_K:
-      return quant_detail::quantize_q5_k(src, static_cast<block_q5_K*>(dst), n_blocks);
-    case DType::Q6_K:
-      return quant_detail::quantize_q6_k(src, static_cast<block_q6_K*>(dst), n_blocks);
-    default:
-      assert(false && "quantize_row: unsupported type");
-  }
-}
-
-}  // namespace trellis
+}  // namespace trellis::quant_detail

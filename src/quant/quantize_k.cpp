@@ -21,14 +21,13 @@
 // This is the unweighted core of what llama.cpp's reference quantizers do; they also weight the
 // error by |x| (and by an importance matrix when one is given), which matters on real weights
 // with outliers. See tests/unit/quant/quantize_k_test.cpp for the measured errors.
-#include "quant/quantize_k.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
 #include "quant/block_types.h"
+#include "quant/codecs.h"
 #include "quant/half.h"
 #include "quant/rounding.h"
 
@@ -235,7 +234,8 @@ void pack_scales_mins_k(const AffineSuperBlock& s, uint8_t* scales) {
 
 }  // namespace
 
-void quantize_q2_k(const float* src, block_q2_K* blocks, int64_t n_blocks) {
+void quantize_q2_k(const float* src, void* dst, int64_t n_blocks) {
+  auto* blocks = static_cast<block_q2_K*>(dst);
   for (int64_t b = 0; b < n_blocks; ++b, src += kQkK) {
     const AffineSuperBlock s = quantize_affine(src, 16, 3, 15);
     block_q2_K& out = blocks[b];
@@ -246,7 +246,8 @@ void quantize_q2_k(const float* src, block_q2_K* blocks, int64_t n_blocks) {
   }
 }
 
-void quantize_q3_k(const float* src, block_q3_K* blocks, int64_t n_blocks) {
+void quantize_q3_k(const float* src, void* dst, int64_t n_blocks) {
+  auto* blocks = static_cast<block_q3_K*>(dst);
   for (int64_t b = 0; b < n_blocks; ++b, src += kQkK) {
     const SymmetricSuperBlock s = quantize_symmetric(src, 3, 32);
     block_q3_K& out = blocks[b];
@@ -264,7 +265,8 @@ void quantize_q3_k(const float* src, block_q3_K* blocks, int64_t n_blocks) {
   }
 }
 
-void quantize_q4_k(const float* src, block_q4_K* blocks, int64_t n_blocks) {
+void quantize_q4_k(const float* src, void* dst, int64_t n_blocks) {
+  auto* blocks = static_cast<block_q4_K*>(dst);
   for (int64_t b = 0; b < n_blocks; ++b, src += kQkK) {
     const AffineSuperBlock s = quantize_affine(src, 8, 15, 63);
     block_q4_K& out = blocks[b];
@@ -275,7 +277,8 @@ void quantize_q4_k(const float* src, block_q4_K* blocks, int64_t n_blocks) {
   }
 }
 
-void quantize_q5_k(const float* src, block_q5_K* blocks, int64_t n_blocks) {
+void quantize_q5_k(const float* src, void* dst, int64_t n_blocks) {
+  auto* blocks = static_cast<block_q5_K*>(dst);
   for (int64_t b = 0; b < n_blocks; ++b, src += kQkK) {
     const AffineSuperBlock s = quantize_affine(src, 8, 31, 63);
     block_q5_K& out = blocks[b];
@@ -291,7 +294,8 @@ void quantize_q5_k(const float* src, block_q5_K* blocks, int64_t n_blocks) {
   }
 }
 
-void quantize_q6_k(const float* src, block_q6_K* blocks, int64_t n_blocks) {
+void quantize_q6_k(const float* src, void* dst, int64_t n_blocks) {
+  auto* blocks = static_cast<block_q6_K*>(dst);
   for (int64_t b = 0; b < n_blocks; ++b, src += kQkK) {
     const SymmetricSuperBlock s = quantize_symmetric(src, 31, 128);
     block_q6_K& out = blocks[b];

@@ -131,8 +131,8 @@ void check_activation_quantizers(std::mt19937& rng) {
     const size_t bytes = kd::act_row_bytes(format, n_in);
     std::vector<uint8_t> expected(bytes), got(bytes);
     const bool q8_0 = format == kd::ActFormat::Q8_0;
-    (q8_0 ? scalar.quantize_q8_0 : scalar.quantize_q8_k)(x.data(), expected.data(), n_in);
-    const kd::ActQuantizer q = q8_0 ? simd.quantize_q8_0 : simd.quantize_q8_k;
+    kd::table_quantizer(scalar, format)(x.data(), expected.data(), n_in);
+    const kd::ActQuantizer q = kd::table_quantizer(simd, format);
     if (q == nullptr) continue;
     q(x.data(), got.data(), n_in);
     check(std::memcmp(got.data(), expected.data(), bytes) == 0, "activation quantizer",

@@ -241,21 +241,23 @@ void quantize_act_q8_k(const float* x, void* out, int64_t n_in) {
 
 // F16, Q8_0, Q4_0 and Q2_K .. Q6_K have NEON kernels; the other types fall back to the scalar ones.
 const KernelTable& neon_kernels() {
-  static const KernelTable table = [] {
+  static constexpr KernelTable kTable = [] {
     KernelTable t;
-    t.f16 = matmul_f16;
-    t.q8_0 = matmul_q8_0;
-    t.q4_0 = matmul_q4_0;
-    t.q2_k = neon::matmul_q2_k;
-    t.q3_k = neon::matmul_q3_k;
-    t.q4_k = neon::matmul_q4_k;
-    t.q5_k = neon::matmul_q5_k;
-    t.q6_k = neon::matmul_q6_k;
-    t.quantize_q8_0 = quantize_act_q8_0;
-    t.quantize_q8_k = quantize_act_q8_k;
+    t.matmul = row_kernels({
+        {DType::F16, matmul_f16},
+        {DType::Q8_0, matmul_q8_0},
+        {DType::Q4_0, matmul_q4_0},
+        {DType::Q2_K, neon::matmul_q2_k},
+        {DType::Q3_K, neon::matmul_q3_k},
+        {DType::Q4_K, neon::matmul_q4_k},
+        {DType::Q5_K, neon::matmul_q5_k},
+        {DType::Q6_K, neon::matmul_q6_k},
+    });
+    t.quantize_act[static_cast<size_t>(ActFormat::Q8_0)] = quantize_act_q8_0;
+    t.quantize_act[static_cast<size_t>(ActFormat::Q8_K)] = quantize_act_q8_k;
     return t;
   }();
-  return table;
+  return kTable;
 }
 
 }  // namespace trellis::kernels_detail

@@ -295,44 +295,81 @@ void rows(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
   }
 }
 
-KernelTable make_table() {
+// ---- The reference rows ---------------------------------------------------------------------
+
+// The kernels' row of a type: the activations its kernels read, and its scalar kernel (which
+// every variant reproduces, and which a variant without a kernel of its own runs). A type
+// without a row has no matmul (matmul_supports is false).
+struct ReferenceRow {
+  DType type = DType::F32;
+  ActFormat act = ActFormat::F32;
+  RowKernel kernel = nullptr;
+};
+constexpr ReferenceRow kReferenceRows[] = {
+    {DType::F32, ActFormat::F32, rows<dot_float<LoadF32>>},
+    {DType::F16, ActFormat::F32, rows<dot_float<LoadF16>>},
+    {DType::BF16, ActFormat::F32, rows<dot_float<LoadBF16>>},
+    {DType::Q4_0, ActFormat::Q8_0, rows<dot_q32<DecodeQ4_0>>},
+    {DType::Q4_1, ActFormat::Q8_0, rows<dot_q32<DecodeQ4_1>>},
+    {DType::Q5_0, ActFormat::Q8_0, rows<dot_q32<DecodeQ5_0>>},
+    {DType::Q5_1, ActFormat::Q8_0, rows<dot_q32<DecodeQ5_1>>},
+    {DType::Q8_0, ActFormat::Q8_0, rows<dot_q32<DecodeQ8_0>>},
+    {DType::Q2_K, ActFormat::Q8_K, rows<dot_q2_k>},
+    {DType::Q3_K, ActFormat::Q8_K, rows<dot_q3_k>},
+    {DType::Q4_K, ActFormat::Q8_K, rows<dot_q45_k<false>>},
+    {DType::Q5_K, ActFormat::Q8_K, rows<dot_q45_k<true>>},
+    {DType::Q6_K, ActFormat::Q8_K, rows<dot_q6_k>},
+};
+constexpr auto kReference = table_by_type(kReferenceRows);
+
+// Every row has a kernel, and its activations come in blocks of the weight type's block size
+// (a kernel reads one activation block per weight block).
+constexpr bool reference_rows_complete() {
+  for (const ReferenceRow& row : kReferenceRows) {
+    if (row.kernel == nullptr) return false;
+    if (act_format_info(row.act).block_elems != dtype_info(row.type).block_elems) return false;
+  }
+  return true;
+}
+static_assert(reference_rows_complete(),
+              "a reference row lacks its kernel, or its activation format's block size is not "
+              "the weight type's");
+
+constexpr KernelTable make_table() {
   KernelTable table;
-  table.f32 = rows<dot_float<LoadF32>>;
-  table.f16 = rows<dot_float<LoadF16>>;
-  table.bf16 = rows<dot_float<LoadBF16>>;
-  table.q4_0 = rows<dot_q32<DecodeQ4_0>>;
-  table.q4_1 = rows<dot_q32<DecodeQ4_1>>;
-  table.q5_0 = rows<dot_q32<DecodeQ5_0>>;
-  table.q5_1 = rows<dot_q32<DecodeQ5_1>>;
-  table.q8_0 = rows<dot_q32<DecodeQ8_0>>;
-  table.q2_k = rows<dot_q2_k>;
-  table.q3_k = rows<dot_q3_k>;
-  table.q4_k = rows<dot_q45_k<false>>;
-  table.q5_k = rows<dot_q45_k<true>>;
-  table.q6_k = rows<dot_q6_k>;
-  table.quantize_q8_0 = quantize_act_q8_0_scalar;
-  table.quantize_q8_k = quantize_act_q8_k_scalar;
+  for (const ReferenceRow& row : kReferenceRows) table.matmul[dtype_index(row.type)] = row.kernel;
+  table.quantize_act[static_cast<size_t>(ActFormat::Q8_0)] = quantize_act_q8_0_scalar;
+  table.quantize_act[static_cast<size_t>(ActFormat::Q8_K)] = quantize_act_q8_k_scalar;
   return table;
 }
 
-KernelTable make_block_sum_table() {
+// The scalar reference of the AVX512 variant: its kernels of contract case 2b in place.
+constexpr TypeKernel kBlockSumKernels[] = {
+    {DType::Q4_0, rows<dot_q32_block_sum<DecodeQ4_0>>},
+    {DType::Q5_0, rows<dot_q32_block_sum<DecodeQ5_0>>},
+    {DType::Q8_0, rows<dot_q32_block_sum<DecodeQ8_0>>},
+};
+
+constexpr KernelTable make_block_sum_table() {
   KernelTable table = make_table();
-  table.q4_0 = rows<dot_q32_block_sum<DecodeQ4_0>>;
-  table.q5_0 = rows<dot_q32_block_sum<DecodeQ5_0>>;
-  table.q8_0 = rows<dot_q32_block_sum<DecodeQ8_0>>;
+  table.matmul = with_kernels(table.matmul, kBlockSumKernels);
   return table;
 }
 
 }  // namespace
 
+ActFormat act_format(DType type) {
+  return kReference[dtype_index(type)].act;
+}
+
 const KernelTable& scalar_kernels() {
-  static const KernelTable table = make_table();
-  return table;
+  static constexpr KernelTable kTable = make_table();
+  return kTable;
 }
 
 const KernelTable& reference_kernels(KernelIsa isa) {
-  static const KernelTable block_sum = make_block_sum_table();
-  return isa == KernelIsa::AVX512 ? block_sum : scalar_kernels();
+  static constexpr KernelTable kBlockSum = make_block_sum_table();
+  return isa == KernelIsa::AVX512 ? kBlockSum : scalar_kernels();
 }
 
 }  // namespace trellis::kernels_detail

@@ -137,8 +137,7 @@ std::vector<float> run_reference(KernelIsa isa, DType type, const std::vector<ui
     args.act = reinterpret_cast<const uint8_t*>(x);
   } else {
     act.resize(args.act_row_bytes * static_cast<size_t>(n_tokens));
-    const kd::ActQuantizer quantize =
-        format == kd::ActFormat::Q8_0 ? table.quantize_q8_0 : table.quantize_q8_k;
+    const kd::ActQuantizer quantize = kd::table_quantizer(table, format);
     for (int64_t t = 0; t < n_tokens; ++t)
       quantize(x + t * n_in, act.data() + args.act_row_bytes * static_cast<size_t>(t), n_in);
     args.act = act.data();
@@ -362,14 +361,14 @@ TEST_P(MatmulTypeTest, ActivationQuantizersMatchScalar) {
 #if defined(__x86_64__)
   if (kernel_isa_supported(KernelIsa::AVX2)) {
     const auto& t = kd::avx2_kernels();
-    (format == kd::ActFormat::Q8_0 ? t.quantize_q8_0 : t.quantize_q8_k)(x.data(), got.data(), n_in);
+    kd::table_quantizer(t, format)(x.data(), got.data(), n_in);
     EXPECT_EQ(0, std::memcmp(got.data(), expected.data(), bytes));
   }
 #endif
 #if defined(__aarch64__)
   {
     const auto& t = kd::neon_kernels();
-    auto q = format == kd::ActFormat::Q8_0 ? t.quantize_q8_0 : t.quantize_q8_k;
+    auto q = kd::table_quantizer(t, format);
     if (q) {
       q(x.data(), got.data(), n_in);
       EXPECT_EQ(0, std::memcmp(got.data(), expected.data(), bytes));

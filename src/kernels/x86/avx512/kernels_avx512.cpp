@@ -3,25 +3,37 @@
 #include "kernels/x86/avx512/kernels_avx512.h"
 
 #include "kernels/x86/avx512/attention_avx512.h"
+#include "kernels/x86/kernels_avx2.h"
 
 namespace trellis::kernels_detail {
+namespace {
+
+// Evaluated at compile time: this file is compiled for AVX-512, and a table built at run time
+// here would instantiate the table templates with AVX-512 code that the linker may then hand to
+// callers on other CPUs (see avx512_util.h).
+// The matmul kernels of its own; the other types keep the AVX2 ones.
+constexpr TypeKernel kOwnKernels[] = {
+    {DType::Q4_0, avx512::matmul_q4_0}, {DType::Q5_0, avx512::matmul_q5_0},
+    {DType::Q8_0, avx512::matmul_q8_0}, {DType::Q4_K, avx512::matmul_q4_k},
+    {DType::Q6_K, avx512::matmul_q6_k},
+};
+
+constexpr KernelTable make_table() {
+  KernelTable t = make_avx2_table();
+  t.matmul = with_kernels(t.matmul, kOwnKernels);
+  t.q4_0_x16 = avx512::matmul_q4_0_x16;
+  t.attend_head = attend_head_avx512;
+  t.attend_group = attend_group_avx512;
+  t.attend_head_dim_multiple = 8;
+  t.attend_max_head_dim = kAttendAvx512MaxHeadDim;
+  return t;
+}
+
+}  // namespace
 
 const KernelTable& avx512_kernels() {
-  static const KernelTable table = [] {
-    KernelTable t = avx2_kernels();
-    t.q4_0 = avx512::matmul_q4_0;
-    t.q4_0_x16 = avx512::matmul_q4_0_x16;
-    t.q5_0 = avx512::matmul_q5_0;
-    t.q8_0 = avx512::matmul_q8_0;
-    t.q4_k = avx512::matmul_q4_k;
-    t.q6_k = avx512::matmul_q6_k;
-    t.attend_head = attend_head_avx512;
-    t.attend_group = attend_group_avx512;
-    t.attend_head_dim_multiple = 8;
-    t.attend_max_head_dim = kAttendAvx512MaxHeadDim;
-    return t;
-  }();
-  return table;
+  static constexpr KernelTable kTable = make_table();
+  return kTable;
 }
 
 }  // namespace trellis::kernels_detail

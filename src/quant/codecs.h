@@ -1,0 +1,45 @@
+// The scalar codec of each type, as the quant table (quant_table.cpp) holds them. Internal to
+// quant/: everyone else goes through quantize_row / dequantize_row (quant.h).
+//
+// Each converts n_blocks whole blocks of its type (a block of the float types is one value).
+// The bytes at `src` / `dst` are a run of the type's blocks (block_types.h), 2-byte aligned.
+#pragma once
+
+#include <cstdint>
+
+namespace trellis::quant_detail {
+
+// dequantize.cpp: dst receives n_blocks * block_elems floats.
+void dequantize_f32(const void* src, float* dst, int64_t n_blocks);
+void dequantize_f16(const void* src, float* dst, int64_t n_blocks);
+void dequantize_bf16(const void* src, float* dst, int64_t n_blocks);
+void dequantize_q4_0(const void* src, float* dst, int64_t n_blocks);
+void dequantize_q4_1(const void* src, float* dst, int64_t n_blocks);
+void dequantize_q5_0(const void* src, float* dst, int64_t n_blocks);
+void dequantize_q5_1(const void* src, float* dst, int64_t n_blocks);
+void dequantize_q8_0(const void* src, float* dst, int64_t n_blocks);
+void dequantize_q2_k(const void* src, float* dst, int64_t n_blocks);
+void dequantize_q3_k(const void* src, float* dst, int64_t n_blocks);
+void dequantize_q4_k(const void* src, float* dst, int64_t n_blocks);
+void dequantize_q5_k(const void* src, float* dst, int64_t n_blocks);
+void dequantize_q6_k(const void* src, float* dst, int64_t n_blocks);
+
+// quantize.cpp (the float types and the 32-element types, with the reference's rounding).
+void quantize_f32(const float* src, void* dst, int64_t n_blocks);
+void quantize_f16(const float* src, void* dst, int64_t n_blocks);
+void quantize_bf16(const float* src, void* dst, int64_t n_blocks);
+void quantize_q4_0(const float* src, void* dst, int64_t n_blocks);
+void quantize_q4_1(const float* src, void* dst, int64_t n_blocks);
+void quantize_q5_0(const float* src, void* dst, int64_t n_blocks);
+void quantize_q5_1(const float* src, void* dst, int64_t n_blocks);
+void quantize_q8_0(const float* src, void* dst, int64_t n_blocks);
+
+// quantize_k.cpp (the K types, by a search of the scales). Precondition: finite inputs whose
+// scales fit f16 (|x| well below 65504 times the largest code).
+void quantize_q2_k(const float* src, void* dst, int64_t n_blocks);
+void quantize_q3_k(const float* src, void* dst, int64_t n_blocks);
+void quantize_q4_k(const float* src, void* dst, int64_t n_blocks);
+void quantize_q5_k(const float* src, void* dst, int64_t n_blocks);
+void quantize_q6_k(const float* src, void* dst, int64_t n_blocks);
+
+}  // namespace trellis::quant_detail
