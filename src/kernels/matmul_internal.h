@@ -163,12 +163,12 @@ constexpr RowKernels row_kernels(const TypeKernel (&rows)[N]) {
 }
 
 // `base` with the rows' kernels in place: a variant built on another one.
+// (Walks the rows rather than testing entries for null: a function's address compared with null
+// is not a constant expression in every build, UndefinedBehaviorSanitizer's among them.)
 template <size_t N>
 constexpr RowKernels with_kernels(RowKernels base, const TypeKernel (&rows)[N]) {
-  const RowKernels own = row_kernels(rows);
-  for (size_t i = 0; i < kDTypeIdEnd; ++i) {
-    if (own[i] != nullptr) base[i] = own[i];
-  }
+  (void)table_by_type(rows);  // a type listed twice does not compile
+  for (const TypeKernel& row : rows) base[dtype_index(row.type)] = row.kernel;
   return base;
 }
 

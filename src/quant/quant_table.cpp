@@ -40,20 +40,20 @@ constexpr QuantTraits kRows[] = {
 };
 constexpr auto kQuantTable = table_by_type(kRows);
 
-// Every row is complete and agrees with the dtype table on the block size.
+// Every row agrees with the dtype table on the block size. (Whether a row names both codecs is
+// checked by the tests: comparing a function's address with null is not a constant expression
+// in every build, UndefinedBehaviorSanitizer's among them.)
 constexpr bool rows_complete() {
   for (const QuantTraits& row : kRows) {
     const DTypeInfo& info = dtype_info(row.type);
     if (info.block_elems == 0 || row.block_struct_bytes != static_cast<size_t>(info.block_bytes))
       return false;
-    if (row.dequantize == nullptr || row.quantize == nullptr || row.round_trip_bound < 0.0)
-      return false;
+    if (row.round_trip_bound < 0.0) return false;
   }
   return true;
 }
 static_assert(rows_complete(),
-              "a quant row lacks a codec, or its block struct's size is not the "
-              "dtype table's block_bytes");
+              "a quant row's block struct's size is not the dtype table's block_bytes");
 
 }  // namespace
 
