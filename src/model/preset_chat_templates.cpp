@@ -101,8 +101,9 @@ constexpr std::string_view kLlama3Template = R"({{- bos_token -}}
 {%- endif -%})";
 
 const std::string& llama2_template() {
-  static const std::string text = alternating_turns_preamble("'<<SYS>>\\n'", "'\\n<</SYS>>\\n\\n'") +
-                                  R"({%- for message in turns -%}
+  static const std::string text =
+      alternating_turns_preamble("'<<SYS>>\\n'", "'\\n<</SYS>>\\n\\n'") +
+      R"({%- for message in turns -%}
   {%- if message['role'] == 'user' -%}
     {{- bos_token + '[INST] ' -}}
     {%- if loop.first -%}
@@ -157,7 +158,8 @@ const std::string& gemma_template() {
 
 ChatTemplateKind preset_chat_format(const ModelPreset& preset) {
   const std::string& arch = preset.hparams.arch;
-  if (arch == "llama") return preset.llama3_rope ? ChatTemplateKind::LLAMA3 : ChatTemplateKind::ZEPHYR;
+  if (arch == "llama")
+    return preset.llama3_rope ? ChatTemplateKind::LLAMA3 : ChatTemplateKind::ZEPHYR;
   if (arch == "qwen3") return ChatTemplateKind::QWEN3;
   if (arch == "gemma3") return ChatTemplateKind::GEMMA;
   if (arch == "phi3") return ChatTemplateKind::PHI3;

@@ -121,7 +121,8 @@ Status set_metadata(GgufWriter& writer, const SynthOptions& options, ModelPreset
   if (options.vocab_from.empty()) {
     set_vocab_metadata(writer, make_synth_vocab(static_cast<int32_t>(preset.hparams.n_vocab)));
     if (options.chat_template) {
-      writer.set(std::string(kChatTemplateKey), GgufValue{std::string(preset_chat_template(preset))});
+      writer.set(std::string(kChatTemplateKey),
+                 GgufValue{std::string(preset_chat_template(preset))});
     }
   } else {
     Result<GgufFile> source = GgufFile::open(options.vocab_from);

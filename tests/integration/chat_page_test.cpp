@@ -33,7 +33,6 @@ using testing::run_shell;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-
 void stop_server(Server& server) {
   ASSERT_TRUE(server.process().send_signal(SIGTERM));
   EXPECT_EQ(server.process().wait_exit(kExitDeadline), 0) << server.log();
@@ -172,13 +171,13 @@ TEST(ChatPageBrowser, AServerStartedWithoutFlagsAnswersAFirstMessage) {
   REQUIRE_CURL();
   REQUIRE_BROWSER();
   const std::string model = testing::temp_dir() + "/page-first-run.gguf";
-  const CommandResult synth = run_shell(std::string(TRELLIS_CLI_PATH) +
-                                        " model synth --preset tiny -o " + shell_quote(model) +
-                                        " 2>&1");
+  const CommandResult synth =
+      run_shell(std::string(TRELLIS_CLI_PATH) + " model synth --preset tiny -o " +
+                shell_quote(model) + " 2>&1");
   ASSERT_EQ(synth.exit_code, 0) << synth.output;
-  std::unique_ptr<Server> server = Server::command(
-      {TRELLIS_CLI_PATH, "serve", "--port", "0", "-m", model, "-t", "1"}, "page-first-run-server",
-      "listening on http://");
+  std::unique_ptr<Server> server =
+      Server::command({TRELLIS_CLI_PATH, "serve", "--port", "0", "-m", model, "-t", "1"},
+                      "page-first-run-server", "listening on http://");
   ASSERT_EQ(server->start(), "");
   EXPECT_EQ(server->log().find("warning:"), std::string::npos) << server->log();
   run_browser_check(*server, "first-run", "");

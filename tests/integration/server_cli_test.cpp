@@ -44,7 +44,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-
 // One server shared by the tests that do not stop it.
 class ServerTest : public ::testing::Test {
  protected:
@@ -400,12 +399,12 @@ TEST(ServerShutdown, SigtermExitsZeroAfterLoggingRequests) {
 TEST(ServerChatTemplate, AModelWithoutATemplateFallsBackToChatMlWithOneWarning) {
   REQUIRE_CURL();
   const std::string model = testing::temp_dir() + "/server-no-template.gguf";
-  const CommandResult synth = run_cli("model synth --preset tiny --type q8_0 --no-chat-template -o " +
-                                      shell_quote(model));
+  const CommandResult synth =
+      run_cli("model synth --preset tiny --type q8_0 --no-chat-template -o " + shell_quote(model));
   ASSERT_EQ(synth.exit_code, 0) << synth.output;
-  std::unique_ptr<Server> server = Server::command(
-      {TRELLIS_CLI_PATH, "serve", "--port", "0", "-m", model, "-t", "1"}, "no-template-server",
-      "listening on http://");
+  std::unique_ptr<Server> server =
+      Server::command({TRELLIS_CLI_PATH, "serve", "--port", "0", "-m", model, "-t", "1"},
+                      "no-template-server", "listening on http://");
   ASSERT_EQ(server->start(), "");
   const json request = {{"messages", {{{"role", "user"}, {"content", "Hello"}}}},
                         {"max_tokens", 3}};

@@ -194,9 +194,8 @@ TEST(ServerTest, ChatContentSpellingEosStaysText) {
 // prints at start-up.
 TEST(ServerTest, ChatFormatIsTheFlagsTheModelsOrChatMl) {
   const std::vector<ChatMessage> chat = {{"user", "hi"}};
-  const json request = {{"messages", {{{"role", "user"}, {"content", "hi"}}}},
-                        {"max_tokens", 2},
-                        {"temperature", 0}};
+  const json request = {
+      {"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 2}, {"temperature", 0}};
   struct Case {
     std::optional<ChatTemplateKind> flag;
     bool model_has_template;

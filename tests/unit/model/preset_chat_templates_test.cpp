@@ -30,7 +30,7 @@ TEST(PresetChatTemplates, EveryTemplateIsDetectedAsItsOwnFormat) {
 
 TEST(PresetChatTemplates, EachPresetHasItsRealModelsFormat) {
   const std::map<std::string, ChatTemplateKind> expected = {
-      {"tiny", ChatTemplateKind::ZEPHYR},          {"small", ChatTemplateKind::ZEPHYR},
+      {"tiny", ChatTemplateKind::ZEPHYR},           {"small", ChatTemplateKind::ZEPHYR},
       {"tinyllama-1.1b", ChatTemplateKind::ZEPHYR}, {"llama-3.2-1b", ChatTemplateKind::LLAMA3},
       {"qwen2.5-0.5b", ChatTemplateKind::CHATML},   {"qwen3-0.6b", ChatTemplateKind::QWEN3},
       {"gemma-3-1b", ChatTemplateKind::GEMMA},      {"phi-3.5-mini", ChatTemplateKind::PHI3},
@@ -71,7 +71,8 @@ std::string synth_tiny(const std::string& name, std::string_view arch, bool chat
 
 TEST(PresetChatTemplates, TheSynthesizerWritesThePresetsTemplate) {
   for (std::string_view arch : {"llama", "qwen3"}) {
-    Result<GgufFile> file = GgufFile::open(synth_tiny("chat-" + std::string(arch) + ".gguf", arch, true));
+    Result<GgufFile> file =
+        GgufFile::open(synth_tiny("chat-" + std::string(arch) + ".gguf", arch, true));
     ASSERT_TRUE(file.ok()) << file.error().message;
     Result<std::string> source = file->get_string(std::string(kChatTemplateKey));
     ASSERT_TRUE(source.ok()) << arch;
