@@ -1,9 +1,10 @@
 # The two commands of the README, and a few conveniences for development.
-#   make run    install what is missing, build Release, run the main job on the default model,
-#               then a short `bench phi` that plots what the prefix cache saves
+#   make run    install what building and running needs (not the test tools), build the `trellis`
+#               binary alone (Release, no tests), run the main job on the default model, then a
+#               short `bench phi` that measures what the prefix cache saves
 #   make serve  the same set-up, then the OpenAI-compatible server on the default model (it
 #               prints the address of its chat page: http://127.0.0.1:8080/)
-#   make test   install what is missing, build with -Werror, run every test, then again under
+#   make test   install everything, build everything with -Werror, run every test, then again under
 #               AddressSanitizer + UndefinedBehaviorSanitizer, the concurrent parts under
 #               ThreadSanitizer, the NEON kernels cross-built for AArch64 and run under qemu,
 #               then fuzz the GGUF reader for 60 s
@@ -18,11 +19,16 @@ TSAN_TESTS ?= thread_pool_test engine_test engine_stress_test engine_alloc_test 
   engine_disk_tier_test
 FUZZ_SECONDS ?= 60
 
-.PHONY: run serve test deps build unit-test asan-test tsan-test arm-check fuzz clean
+.PHONY: run demo serve test run-deps deps cli build unit-test asan-test tsan-test arm-check fuzz \
+  clean
 
 # `make run MODEL=path/to/model.gguf` runs the main job on a real model instead.
 MODEL ?=
-run: deps build
+run: run-deps cli
+	@$(MAKE) --no-print-directory demo
+
+# The main job on the binary as built (no set-up): the demo, then a short bench phi.
+demo:
 	$(BUILD)/cli/trellis demo $(if $(MODEL),-m $(MODEL),)
 	@echo "== what the prefix cache saves: a short bench phi (cache off and on, same run)"
 	$(BUILD)/cli/trellis bench phi $(if $(MODEL),-m $(MODEL),) -L 256 -D 8 -N 2 --phi 0,0.5,max \
@@ -30,16 +36,29 @@ run: deps build
 
 # `make serve [MODEL=...] [SERVE_ARGS="--port 8080 --api-key KEY"]`: the OpenAI-compatible server.
 SERVE_ARGS ?=
-serve: deps build
+serve: run-deps cli
 	$(BUILD)/cli/trellis serve $(if $(MODEL),-m $(MODEL),) $(SERVE_ARGS)
 
 test: deps unit-test asan-test tsan-test arm-check fuzz
 
+# What building and running `trellis` needs; `deps`: that and what the tests need.
+run-deps:
+	@scripts/install-deps.sh run
+
 deps:
-	@scripts/install-deps.sh
+	@scripts/install-deps.sh all
+
+# The same configuration as `build` (so switching between them recompiles nothing) without the
+# tests and benches, whose libraries (GoogleTest, Google Benchmark) it then does not need; only
+# the `trellis` binary and what it links are compiled.
+cli:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DTRELLIS_WERROR=ON \
+	  -DTRELLIS_BUILD_TESTS=OFF -DTRELLIS_BUILD_BENCH=OFF
+	cmake --build $(BUILD) -j$(JOBS) --target trellis_cli
 
 build:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DTRELLIS_WERROR=ON
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DTRELLIS_WERROR=ON \
+	  -DTRELLIS_BUILD_TESTS=ON -DTRELLIS_BUILD_BENCH=ON
 	cmake --build $(BUILD) -j$(JOBS)
 
 unit-test: build

@@ -41,6 +41,7 @@ struct SynthArgs {
   std::string type = "q4_0";
   uint64_t seed = 0;
   std::string vocab_from;
+  bool no_chat_template = false;
   std::string output;
   int threads = 0;
 };
@@ -77,6 +78,7 @@ int run_synth(const SynthArgs& args) {
   }
   SynthOptions options{*preset,     *type,        args.seed, args.vocab_from,
                        args.output, args.threads, true,      mix};
+  options.chat_template = !args.no_chat_template;
   Status status = synthesize_model(options);
   if (!status.ok()) {
     std::fprintf(stderr, "error: %s\n", status.error().message.c_str());
@@ -114,6 +116,9 @@ void add_model_commands(CLI::App& app, int& exit_code) {
                     "preset's");
   synth->add_option("--seed", args->seed, "Random seed")->capture_default_str();
   synth->add_option("--vocab-from", args->vocab_from, "Copy the tokenizer of this GGUF");
+  synth->add_flag("--no-chat-template", args->no_chat_template,
+                  "Write no tokenizer.chat_template (default: the format of the preset's real "
+                  "chat models, with the built-in vocab)");
   synth->add_option("-o,--output", args->output, "Output GGUF path")->required();
   synth->add_option("-t,--threads", args->threads, "Threads (default: all cores)");
   synth->callback([&exit_code, args] { exit_code = run_synth(*args); });

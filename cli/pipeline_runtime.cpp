@@ -59,7 +59,9 @@ Result<Pipeline*> start_pipeline(const std::string& model_path, int n_threads,
   (void)model_path;
   (void)n_threads;
   (void)options;
-  return Error{"--pipeline needs a trellis built with MPI (install libopenmpi-dev and rebuild)"};
+  return Error{
+      "--pipeline needs a trellis built with MPI (install openmpi-bin and libopenmpi-dev, "
+      "then rebuild: make cli)"};
 #endif
 }
 

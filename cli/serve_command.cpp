@@ -88,6 +88,8 @@ int run_serve(ServeArgs& args) {
     return 1;
   }
   server.set_engine(*engine);
+  if (const std::string& why = server.service()->chat_template_warning(); !why.empty())
+    std::fprintf(stderr, "warning: %s\n", why.c_str());
   waiter.serving();
   std::fprintf(stderr, "ready: model %s, context %d, %d threads, cache isolation %s%s\n",
                config->model_id.c_str(), engine->n_ctx(), engine->n_threads(),

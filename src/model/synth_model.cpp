@@ -11,6 +11,7 @@
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
 #include "model/architecture.h"
+#include "model/preset_chat_templates.h"
 #include "model/synth_layout.h"
 #include "model/synth_vocab.h"
 #include "quant/quant.h"
@@ -119,6 +120,10 @@ Status set_metadata(GgufWriter& writer, const SynthOptions& options, ModelPreset
   writer.set("general.quantization_version", GgufValue{uint32_t{2}});
   if (options.vocab_from.empty()) {
     set_vocab_metadata(writer, make_synth_vocab(static_cast<int32_t>(preset.hparams.n_vocab)));
+    if (options.chat_template) {
+      writer.set(std::string(kChatTemplateKey),
+                 GgufValue{std::string(preset_chat_template(preset))});
+    }
   } else {
     Result<GgufFile> source = GgufFile::open(options.vocab_from);
     if (!source.ok()) return source.error();

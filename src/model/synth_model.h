@@ -24,6 +24,9 @@ struct SynthOptions {
   // A llama.cpp-style mix instead of one type (model/quant_mix.h): each matrix gets the mix's
   // type for it (`type` must then be the mix's base).
   std::optional<QuantMix> mix = std::nullopt;
+  // With the built-in vocab: write tokenizer.chat_template, the format of the preset's real chat
+  // models (model/preset_chat_templates.h). A copied tokenizer (vocab_from) keeps its own, if any.
+  bool chat_template = true;
 };
 
 // Weight types synthesis supports: those quantize_row can write (f32, f16, bf16, q8_0, q4_0,

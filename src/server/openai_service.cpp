@@ -125,17 +125,17 @@ OpenAiService::OpenAiService(Engine& engine, ServerConfig config)
       created_(unix_seconds()) {
   limits_.max_tokens_limit = std::max(1, engine_.n_ctx());
   if (config_.chat_template) {
-    chat_template_ = config_.chat_template;
+    chat_template_ = *config_.chat_template;
+  } else if (Result<ChatTemplateKind> detected = detect_chat_template(engine_.file());
+             detected.ok()) {
+    chat_template_ = *detected;
   } else {
-    Result<ChatTemplateKind> detected = detect_chat_template(engine_.file());
-    if (detected.ok()) {
-      chat_template_ = *detected;
-    } else {
-      chat_template_error_ = detected.error().message;
-    }
+    // A model without a usable template still chats, in ChatML (as llama.cpp's server does);
+    // the caller says so once at start-up.
+    chat_template_ = ChatTemplateKind::CHATML;
+    chat_template_warning_ = "chat requests use ChatML: " + detected.error().message;
   }
-  if (chat_template_)
-    chat_stop_tokens_ = chat_stop_tokens(engine_.tokenizer().vocab(), *chat_template_);
+  chat_stop_tokens_ = chat_stop_tokens(engine_.tokenizer().vocab(), chat_template_);
   std::random_device device;
   seed_base_ = (static_cast<uint64_t>(device()) << 32) ^ device();
 }
@@ -234,18 +234,13 @@ ApiResult<OpenAiService::Generation> OpenAiService::prepare_completion(std::stri
 
 ApiResult<std::vector<TokenId>> OpenAiService::render_chat_prompt(
     const ChatCompletionRequest& req) const {
-  if (!chat_template_) {
-    return invalid_request_error("this model has no chat template the server can use (" +
-                                     chat_template_error_ + "); start it with --chat-template NAME",
-                                 std::nullopt);
-  }
   std::vector<ChatMessage> messages;
   for (const ChatRequestMessage& m : req.messages) messages.push_back({m.role, m.content});
   // Content is tokenized as plain text: only the template writes control tokens.
   ChatRenderOptions options;
   options.enable_thinking = req.enable_thinking;
   Result<std::vector<TokenId>> tokens =
-      encode_chat(engine_.tokenizer(), *chat_template_, messages, options);
+      encode_chat(engine_.tokenizer(), chat_template_, messages, options);
   if (!tokens.ok()) return invalid_request_error(tokens.error().message, "messages");
   if (tokens->empty()) return invalid_request_error("the messages render to no tokens", "messages");
   return std::move(tokens).value();

@@ -38,7 +38,7 @@ class OpenAiService : public HttpApi {
  public:
   // The endpoints above, for the transport (ApiEndpoint::id is an OpenAiEndpoint).
   static std::span<const ApiEndpoint> endpoints();
-  // `engine` must outlive the service. Errors when the configured chat template is unusable.
+  // `engine` must outlive the service.
   OpenAiService(Engine& engine, ServerConfig config);
   ~OpenAiService();
 
@@ -60,6 +60,12 @@ class OpenAiService : public HttpApi {
   int32_t n_in_flight() const override { return in_flight_.load(); }
   const ServerMetrics& server_metrics() const { return metrics_; }
   const ServerConfig& config() const { return config_; }
+  // The chat format: ServerConfig::chat_template, else the one the model's
+  // tokenizer.chat_template implements, else CHATML.
+  ChatTemplateKind chat_template() const { return chat_template_; }
+  // Why the format fell back to CHATML (the model has no tokenizer.chat_template, or one of no
+  // known format), for the one warning the server prints at start-up; empty when it did not.
+  const std::string& chat_template_warning() const { return chat_template_warning_; }
 
   static ApiResponse error_response(const ApiError& error);
 
@@ -99,9 +105,9 @@ class OpenAiService : public HttpApi {
   ServerConfig config_;
   bool has_disk_tier_ = false;  // usage then says how many cached tokens came from disk
   ProtocolLimits limits_;
-  std::optional<ChatTemplateKind> chat_template_;
+  ChatTemplateKind chat_template_ = ChatTemplateKind::CHATML;
   std::vector<TokenId> chat_stop_tokens_;  // the template's end-of-turn tokens in this vocab
-  std::string chat_template_error_;        // why there is none
+  std::string chat_template_warning_;      // see chat_template_warning()
   ServerMetrics metrics_;
   std::atomic<int32_t> in_flight_{0};
   std::atomic<bool> shutting_down_{false};

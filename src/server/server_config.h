@@ -27,7 +27,8 @@ struct ServerConfig {
   // Accepted bearer tokens; empty: no authentication.
   std::vector<std::string> api_keys;
   CacheIsolation cache_isolation = CacheIsolation::NONE;
-  // Chat format; nullopt: detected from the model's tokenizer.chat_template.
+  // Chat format; nullopt: detected from the model's tokenizer.chat_template, ChatML when the model
+  // has none or one of no known format (OpenAiService::chat_template_warning() says why).
   std::optional<ChatTemplateKind> chat_template;
   // Larger request bodies get 413 (chunked ones too), before the body is read.
   size_t max_body_bytes = 4u << 20;

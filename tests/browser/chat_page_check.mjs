@@ -7,7 +7,9 @@
 //
 // MODE chat: a server without API keys started with a context of at least 32768 tokens (the stop
 //            check streams a long greedy reply and stops it long before its end);
-//      key:  a server started with --api-key API_KEY.
+//      key:  a server started with --api-key API_KEY;
+//      first-run: a server started as `scripts/run.sh serve` starts it (no --chat-template) on a
+//            model synthesized as the default one is, which carries its preset's chat template.
 // The `puppeteer-core` package is looked up in TRELLIS_NODE_MODULES, then in each NODE_PATH entry
 // (scripts/setup-browser-test.sh installs it into build/node/node_modules); Chromium in
 // $CHROMIUM, else chromium or chromium-browser on the PATH. Screenshots go to OUT_DIR.
@@ -30,8 +32,9 @@ function setupError(message) {
   process.exit(2);
 }
 
-if (!['chat', 'key'].includes(mode) || !baseURL || !outDir || (mode === 'key' && !apiKey)) {
-  setupError('usage: chat_page_check.mjs chat|key BASE_URL OUT_DIR [API_KEY]');
+if (!['chat', 'key', 'first-run'].includes(mode) || !baseURL || !outDir ||
+    (mode === 'key' && !apiKey)) {
+  setupError('usage: chat_page_check.mjs chat|key|first-run BASE_URL OUT_DIR [API_KEY]');
 }
 
 async function loadPuppeteer() {
@@ -416,6 +419,28 @@ async function keyChecks() {
   });
 }
 
+// What a newcomer does first: open the page and say hello, with the page's default settings.
+async function firstRunChecks() {
+  await check('the page of a server started without flags is ready', async () => {
+    const response = await page.goto(baseURL, { waitUntil: 'load' });
+    expect(response.status() === 200, `GET / answered ${response.status()}`);
+    await until(() => document.querySelector('#server-status').textContent === 'ready', 'ready');
+  });
+
+  await check('a first message gets an assistant reply', async () => {
+    await setField('#max-tokens', 16);
+    await sendMessage('Hello! Who are you?');
+    const reply = await waitForReply(0);
+    expect(reply.finish !== 'failed', `the reply failed: ${JSON.stringify(reply)}`);
+    expect(reply.text.length > 0, 'the reply is empty');
+    expect(numberIn(reply.prompt) > 0, `prompt tokens: ${reply.prompt}`);
+    const error = await page.$eval('#error', (e) => (e.hidden ? '' : e.textContent));
+    expect(error === '', `error shown: ${error}`);
+    await shot('first-run-reply');
+    return reply;
+  });
+}
+
 async function main() {
   const chromium = findChromium();
   if (!chromium) setupError('chromium not found (scripts/install-deps.sh installs it)');
@@ -442,7 +467,8 @@ async function main() {
       if (msg.type() === 'error') pageErrors.push(msg.text());
     });
     if (mode === 'chat') await chatChecks();
-    else await keyChecks();
+    else if (mode === 'key') await keyChecks();
+    else await firstRunChecks();
     await check('no script errors on the page', async () => {
       // A refused request (401, 404) is logged by the browser itself; script errors are not ok.
       const errors = pageErrors.filter((e) => !/Failed to load resource/.test(e));

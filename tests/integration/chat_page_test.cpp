@@ -3,7 +3,9 @@
 // tests/browser/chat_page_check.mjs (puppeteer-core) against a real server on loopback with the
 // tiny synthetic model: a conversation with streamed replies and prefix-cache figures, stop,
 // regenerate, switching, reload, the Markdown renderer's safety, a phone-sized window, and the
-// API-key flow. Screenshots land in <build>/test-output/chat/ ($TRELLIS_TEST_OUTPUT/chat).
+// API-key flow; and a first message to a server started without flags, as `scripts/run.sh serve`
+// starts it, on a model that carries its preset's chat template. Screenshots land in
+// <build>/test-output/chat/ ($TRELLIS_TEST_OUTPUT/chat).
 //
 // The browser checks skip, saying why, when node, Chromium or puppeteer-core is absent
 // (scripts/install-deps.sh installs the first two, scripts/setup-browser-test.sh the third);
@@ -18,6 +20,8 @@
 #include <vector>
 
 #include "cli_server.h"
+#include "model/model_presets.h"
+#include "model/preset_chat_templates.h"
 
 namespace trellis {
 namespace {
@@ -28,7 +32,6 @@ using testing::run_shell;
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-
 
 void stop_server(Server& server) {
   ASSERT_TRUE(server.process().send_signal(SIGTERM));
@@ -156,6 +159,28 @@ TEST(ChatPageBrowser, AsksForTheApiKeyAndTellsAWrongOne) {
       start_server({"--api-key", "page-secret"}, "page-key-server", error);
   ASSERT_EQ(error, "");
   run_browser_check(*server, "key", "page-secret");
+  stop_server(*server);
+}
+
+// What `scripts/run.sh serve` gives a newcomer: `trellis serve` without flags on a model
+// synthesized as the default one is (the tiny preset, for speed: it carries the chat template the
+// default tinyllama-1.1b preset carries), and a page that answers a first message.
+TEST(ChatPageBrowser, AServerStartedWithoutFlagsAnswersAFirstMessage) {
+  ASSERT_EQ(preset_chat_template(*find_model_preset("tiny")),
+            preset_chat_template(*find_model_preset("tinyllama-1.1b")));
+  REQUIRE_CURL();
+  REQUIRE_BROWSER();
+  const std::string model = testing::temp_dir() + "/page-first-run.gguf";
+  const CommandResult synth =
+      run_shell(std::string(TRELLIS_CLI_PATH) + " model synth --preset tiny -o " +
+                shell_quote(model) + " 2>&1");
+  ASSERT_EQ(synth.exit_code, 0) << synth.output;
+  std::unique_ptr<Server> server =
+      Server::command({TRELLIS_CLI_PATH, "serve", "--port", "0", "-m", model, "-t", "1"},
+                      "page-first-run-server", "listening on http://");
+  ASSERT_EQ(server->start(), "");
+  EXPECT_EQ(server->log().find("warning:"), std::string::npos) << server->log();
+  run_browser_check(*server, "first-run", "");
   stop_server(*server);
 }
 

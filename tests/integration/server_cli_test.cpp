@@ -44,7 +44,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-
 // One server shared by the tests that do not stop it.
 class ServerTest : public ::testing::Test {
  protected:
@@ -394,6 +393,33 @@ TEST(ServerShutdown, SigtermExitsZeroAfterLoggingRequests) {
   EXPECT_NE(log.find("request "), std::string::npos) << log;
   EXPECT_NE(log.find("status=200"), std::string::npos) << log;
   EXPECT_NE(log.find("shutting down"), std::string::npos) << log;
+}
+
+// A model without a chat template chats in ChatML; the server says so once, at start-up.
+TEST(ServerChatTemplate, AModelWithoutATemplateFallsBackToChatMlWithOneWarning) {
+  REQUIRE_CURL();
+  const std::string model = testing::temp_dir() + "/server-no-template.gguf";
+  const CommandResult synth =
+      run_cli("model synth --preset tiny --type q8_0 --no-chat-template -o " + shell_quote(model));
+  ASSERT_EQ(synth.exit_code, 0) << synth.output;
+  std::unique_ptr<Server> server =
+      Server::command({TRELLIS_CLI_PATH, "serve", "--port", "0", "-m", model, "-t", "1"},
+                      "no-template-server", "listening on http://");
+  ASSERT_EQ(server->start(), "");
+  const json request = {{"messages", {{{"role", "user"}, {"content", "Hello"}}}},
+                        {"max_tokens", 3}};
+  const HttpResult reply = curl("POST", server->url("/v1/chat/completions"), request.dump());
+  EXPECT_EQ(reply.status, 200) << reply.body;
+  EXPECT_EQ(curl("POST", server->url("/v1/chat/completions"), request.dump()).status, 200);
+  ASSERT_TRUE(server->process().send_signal(SIGTERM));
+  EXPECT_EQ(server->process().wait_exit(kExitDeadline), 0) << server->log();
+  const std::string log = server->log();
+  const std::string warning = "warning: chat requests use ChatML: " + model +
+                              ": no tokenizer.chat_template key; pass --chat-template NAME";
+  const size_t at = log.find(warning);
+  EXPECT_NE(at, std::string::npos) << log;
+  EXPECT_EQ(log.find("warning:", at + 1), std::string::npos) << "one warning only:\n" << log;
+  EXPECT_LT(at, log.find("ready: model")) << "the warning comes at start-up:\n" << log;
 }
 
 TEST(ServerShutdown, SigtermDuringALongStreamStillExitsZero) {

@@ -19,15 +19,21 @@
 
 namespace trellis::testing {
 
-inline const std::string& server_tiny_model() {
-  static const std::string path = [] {
-    std::string p = temp_dir() + "/server-tiny.gguf";
+// The tiny preset as Q8_0, made once per test process; it carries the preset's chat template
+// (Zephyr's format) unless `chat_template` is false.
+inline const std::string& server_tiny_model(bool chat_template = true) {
+  static const auto make = [](bool with_template) {
+    std::string p = temp_dir() + (with_template ? "/server-tiny.gguf" : "/server-tiny-bare.gguf");
     SynthOptions options{*find_model_preset("tiny"), DType::Q8_0, 11, "", p, 2, false};
+    options.chat_template = with_template;
     const Status status = synthesize_model(options);
     if (!status.ok()) ADD_FAILURE() << status.error().message;
     return p;
-  }();
-  return path;
+  };
+  static const std::string with = make(true);
+  if (chat_template) return with;
+  static const std::string without = make(false);
+  return without;
 }
 
 struct HttpReply {
@@ -95,11 +101,12 @@ inline HttpReply loopback_get(int port, const std::string& path, const std::stri
 
 class TestServer {
  public:
-  explicit TestServer(ServerConfig config = {}, EngineConfig engine_config = default_engine()) {
+  explicit TestServer(ServerConfig config = {}, EngineConfig engine_config = default_engine(),
+                      const std::string& model = server_tiny_model()) {
     config.port = 0;
     if (config.model_id.empty()) config.model_id = "tiny";
     config.log_requests = false;
-    Result<std::unique_ptr<Engine>> engine = Engine::create(server_tiny_model(), engine_config);
+    Result<std::unique_ptr<Engine>> engine = Engine::create(model, engine_config);
     EXPECT_TRUE(engine.ok()) << (engine.ok() ? "" : engine.error().message);
     if (engine.ok()) engine_ = std::move(engine).value();
     server_ = std::make_unique<HttpServer>(config);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -188,12 +189,44 @@ TEST(ServerTest, ChatContentSpellingEosStaysText) {
   EXPECT_NE(tokenizer.encode(*text, true, true).size(), tokens->size());
 }
 
-TEST(ServerTest, ChatWithoutATemplateIsAClearError) {
-  TestServer server;  // the synthetic model has no tokenizer.chat_template
-  const HttpReply reply = server.post("/v1/chat/completions",
-                                      json{{"messages", {{{"role", "user"}, {"content", "hi"}}}}});
-  EXPECT_EQ(reply.status, 400);
-  EXPECT_NE(reply.body.find("--chat-template"), std::string::npos) << reply.body;
+// The chat format: --chat-template, else the model's tokenizer.chat_template (a synthesized model
+// carries its preset's: Zephyr's for the tiny llama), else ChatML, with a warning that the server
+// prints at start-up.
+TEST(ServerTest, ChatFormatIsTheFlagsTheModelsOrChatMl) {
+  const std::vector<ChatMessage> chat = {{"user", "hi"}};
+  const json request = {
+      {"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 2}, {"temperature", 0}};
+  struct Case {
+    std::optional<ChatTemplateKind> flag;
+    bool model_has_template;
+    ChatTemplateKind expected;
+  };
+  for (const Case& c : {Case{std::nullopt, true, ChatTemplateKind::ZEPHYR},
+                        Case{ChatTemplateKind::PHI3, true, ChatTemplateKind::PHI3},
+                        Case{std::nullopt, false, ChatTemplateKind::CHATML},
+                        Case{ChatTemplateKind::LLAMA3, false, ChatTemplateKind::LLAMA3}}) {
+    SCOPED_TRACE(std::string(chat_template_name(c.expected)));
+    ServerConfig config;
+    config.chat_template = c.flag;
+    TestServer server(config, TestServer::default_engine(),
+                      testing::server_tiny_model(c.model_has_template));
+    const OpenAiService& service = *server.server().service();
+    EXPECT_EQ(service.chat_template(), c.expected);
+    const std::string& warning = service.chat_template_warning();
+    if (!c.flag && !c.model_has_template) {
+      EXPECT_NE(warning.find("chat requests use ChatML"), std::string::npos) << warning;
+      EXPECT_NE(warning.find("no tokenizer.chat_template key"), std::string::npos) << warning;
+      EXPECT_NE(warning.find("--chat-template NAME"), std::string::npos) << warning;
+    } else {
+      EXPECT_EQ(warning, "");
+    }
+    const HttpReply reply = server.post("/v1/chat/completions", request);
+    ASSERT_EQ(reply.status, 200) << reply.body;
+    Result<std::vector<TokenId>> tokens =
+        encode_chat(server.engine().tokenizer(), c.expected, chat);
+    ASSERT_TRUE(tokens.ok());
+    EXPECT_EQ(reply.json()["usage"]["prompt_tokens"], tokens->size()) << reply.body;
+  }
 }
 
 TEST(ServerTest, ParallelSamplesShareThePrompt) {
