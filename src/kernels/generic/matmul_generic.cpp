@@ -181,59 +181,69 @@ float dot_q32_block_sum(const uint8_t* w, const uint8_t* x, int64_t n_in) {
 
 // ---- 3. 256-element super-blocks ----------------------------------------------------------
 
-// Sub-block j (0..7) of a q4_K / q5_K super-block holds elements [32j, 32j + 32); its codes are
-// the low (j even) or high (j odd) nibbles of qs[32 (j / 2) + l], l = 0..31, and for q5_K bit j
-// of qh[l] is bit 4.
-template <bool kFiveBit>
-float dot_q45_k(const uint8_t* w, const uint8_t* x, int64_t n_in) {
-  using Block = std::conditional_t<kFiveBit, block_q5_K, block_q4_K>;
+// The exact integer sums of one weight super-block with one activation block: isum (the scaled
+// code dots) and, for the types with a dmin, msum (the scaled activation sums it subtracts).
+struct SuperSums {
+  int32_t isum = 0;
+  int32_t msum = 0;
+};
+
+// The float steps shared by every super-block type: per super-block acc += (d * dx) * isum, then,
+// for the types with a dmin, acc -= (dmin * dx) * msum.
+template <class Block, SuperSums (*kSums)(const Block&, const ActQ8_K&)>
+float dot_k(const uint8_t* w, const uint8_t* x, int64_t n_in) {
   float acc = 0.0f;
   for (int64_t b = 0; b < n_in / 256; ++b) {
     const auto wb = load<Block>(w + b * sizeof(Block));
     const auto xb = load<ActQ8_K>(x + b * sizeof(ActQ8_K));
-    int32_t isum = 0;
-    int32_t msum = 0;
-    for (int j = 0; j < 8; ++j) {
-      const KScaleMin sm = unpack_k_scale_min(wb.scales, j);
-      int32_t sub = 0;
-      for (int l = 0; l < 32; ++l) {
-        const uint8_t byte = wb.qs[32 * (j / 2) + l];
-        int q = (j % 2 == 0) ? (byte & 0x0f) : (byte >> 4);
-        if constexpr (kFiveBit) q |= ((wb.qh[l] >> j) & 1) << 4;
-        sub += q * xb.qs[32 * j + l];
-      }
-      isum += sm.scale * sub;
-      msum += sm.min * (xb.bsums[2 * j] + xb.bsums[2 * j + 1]);
+    const SuperSums sums = kSums(wb, xb);
+    acc = acc + (f16_to_f32(wb.d) * xb.d) * static_cast<float>(sums.isum);
+    if constexpr (requires { wb.dmin; }) {
+      acc = acc - (f16_to_f32(wb.dmin) * xb.d) * static_cast<float>(sums.msum);
     }
-    acc = acc + (f16_to_f32(wb.d) * xb.d) * static_cast<float>(isum);
-    acc = acc - (f16_to_f32(wb.dmin) * xb.d) * static_cast<float>(msum);
   }
   return acc;
 }
 
+// Sub-block j (0..7) of a q4_K / q5_K super-block holds elements [32j, 32j + 32); its codes are
+// the low (j even) or high (j odd) nibbles of qs[32 (j / 2) + l], l = 0..31, and for q5_K bit j
+// of qh[l] is bit 4.
+template <class Block>
+SuperSums sums_q45_k(const Block& wb, const ActQ8_K& xb) {
+  constexpr bool kFiveBit = std::is_same_v<Block, block_q5_K>;
+  SuperSums sums;
+  for (int j = 0; j < 8; ++j) {
+    const KScaleMin sm = unpack_k_scale_min(wb.scales, j);
+    int32_t sub = 0;
+    for (int l = 0; l < 32; ++l) {
+      const uint8_t byte = wb.qs[32 * (j / 2) + l];
+      int q = (j % 2 == 0) ? (byte & 0x0f) : (byte >> 4);
+      if constexpr (kFiveBit) q |= ((wb.qh[l] >> j) & 1) << 4;
+      sub += q * xb.qs[32 * j + l];
+    }
+    sums.isum += sm.scale * sub;
+    sums.msum += sm.min * (xb.bsums[2 * j] + xb.bsums[2 * j + 1]);
+  }
+  return sums;
+}
+
 // Element i = 128 h + 32 k + l (half h, quarter k, lane l): low 4 bits from ql[64h + 32(k & 1) + l]
 // (low nibble for k < 2, high for k >= 2), high 2 bits (qh[32h + l] >> 2k) & 3, scale scales[i/16].
-float dot_q6_k(const uint8_t* w, const uint8_t* x, int64_t n_in) {
-  float acc = 0.0f;
-  for (int64_t b = 0; b < n_in / 256; ++b) {
-    const auto wb = load<block_q6_K>(w + b * sizeof(block_q6_K));
-    const auto xb = load<ActQ8_K>(x + b * sizeof(ActQ8_K));
-    int32_t isum = 0;
-    for (int run = 0; run < 16; ++run) {
-      int32_t sub = 0;
-      for (int e = 0; e < 16; ++e) {
-        const int i = 16 * run + e;
-        const int h = i / 128, k = (i % 128) / 32, l = i % 32;
-        const uint8_t low_byte = wb.ql[64 * h + 32 * (k & 1) + l];
-        const int low = k < 2 ? (low_byte & 0x0f) : (low_byte >> 4);
-        const int high = (wb.qh[32 * h + l] >> (2 * k)) & 3;
-        sub += ((low | (high << 4)) - 32) * xb.qs[i];
-      }
-      isum += wb.scales[run] * sub;
+SuperSums sums_q6_k(const block_q6_K& wb, const ActQ8_K& xb) {
+  SuperSums sums;
+  for (int run = 0; run < 16; ++run) {
+    int32_t sub = 0;
+    for (int e = 0; e < 16; ++e) {
+      const int i = 16 * run + e;
+      const int h = i / 128, k = (i % 128) / 32, l = i % 32;
+      const uint8_t low_byte = wb.ql[64 * h + 32 * (k & 1) + l];
+      const int low = k < 2 ? (low_byte & 0x0f) : (low_byte >> 4);
+      const int high = (wb.qh[32 * h + l] >> (2 * k)) & 3;
+      sub += ((low | (high << 4)) - 32) * xb.qs[i];
     }
-    acc = acc + (f16_to_f32(wb.d) * xb.d) * static_cast<float>(isum);
+    sums.isum += wb.scales[run] * sub;
   }
-  return acc;
+  return sums;
 }
 
 // Element i = 128 h + 32 k + l (half h, quarter k, lane l) of a q2_K / q3_K super-block: low 2
@@ -243,44 +253,30 @@ int low2_code(const uint8_t* qs, int i) {
   return (qs[32 * h + l] >> (2 * k)) & 3;
 }
 
-float dot_q2_k(const uint8_t* w, const uint8_t* x, int64_t n_in) {
-  float acc = 0.0f;
-  for (int64_t b = 0; b < n_in / 256; ++b) {
-    const auto wb = load<block_q2_K>(w + b * sizeof(block_q2_K));
-    const auto xb = load<ActQ8_K>(x + b * sizeof(ActQ8_K));
-    int32_t isum = 0;
-    int32_t msum = 0;
-    for (int run = 0; run < 16; ++run) {
-      int32_t sub = 0;
-      for (int e = 0; e < 16; ++e) sub += low2_code(wb.qs, 16 * run + e) * xb.qs[16 * run + e];
-      isum += (wb.scales[run] & 0x0f) * sub;
-      msum += (wb.scales[run] >> 4) * xb.bsums[run];
-    }
-    acc = acc + (f16_to_f32(wb.d) * xb.d) * static_cast<float>(isum);
-    acc = acc - (f16_to_f32(wb.dmin) * xb.d) * static_cast<float>(msum);
+SuperSums sums_q2_k(const block_q2_K& wb, const ActQ8_K& xb) {
+  SuperSums sums;
+  for (int run = 0; run < 16; ++run) {
+    int32_t sub = 0;
+    for (int e = 0; e < 16; ++e) sub += low2_code(wb.qs, 16 * run + e) * xb.qs[16 * run + e];
+    sums.isum += (wb.scales[run] & 0x0f) * sub;
+    sums.msum += (wb.scales[run] >> 4) * xb.bsums[run];
   }
-  return acc;
+  return sums;
 }
 
 // q3_K: bit (4h + k) of hmask[l] clear subtracts 4 from the low 2 bits.
-float dot_q3_k(const uint8_t* w, const uint8_t* x, int64_t n_in) {
-  float acc = 0.0f;
-  for (int64_t b = 0; b < n_in / 256; ++b) {
-    const auto wb = load<block_q3_K>(w + b * sizeof(block_q3_K));
-    const auto xb = load<ActQ8_K>(x + b * sizeof(ActQ8_K));
-    int32_t isum = 0;
-    for (int run = 0; run < 16; ++run) {
-      int32_t sub = 0;
-      for (int e = 0; e < 16; ++e) {
-        const int i = 16 * run + e;
-        const int bit = (wb.hmask[i % 32] >> (i / 32)) & 1;
-        sub += (low2_code(wb.qs, i) - (bit ? 0 : 4)) * xb.qs[i];
-      }
-      isum += (unpack_q3_k_scale(wb.scales, run) - 32) * sub;
+SuperSums sums_q3_k(const block_q3_K& wb, const ActQ8_K& xb) {
+  SuperSums sums;
+  for (int run = 0; run < 16; ++run) {
+    int32_t sub = 0;
+    for (int e = 0; e < 16; ++e) {
+      const int i = 16 * run + e;
+      const int bit = (wb.hmask[i % 32] >> (i / 32)) & 1;
+      sub += (low2_code(wb.qs, i) - (bit ? 0 : 4)) * xb.qs[i];
     }
-    acc = acc + (f16_to_f32(wb.d) * xb.d) * static_cast<float>(isum);
+    sums.isum += (unpack_q3_k_scale(wb.scales, run) - 32) * sub;
   }
-  return acc;
+  return sums;
 }
 
 // ---- Row loops -----------------------------------------------------------------------------
@@ -314,11 +310,11 @@ constexpr ReferenceRow kReferenceRows[] = {
     {DType::Q5_0, ActFormat::Q8_0, rows<dot_q32<DecodeQ5_0>>},
     {DType::Q5_1, ActFormat::Q8_0, rows<dot_q32<DecodeQ5_1>>},
     {DType::Q8_0, ActFormat::Q8_0, rows<dot_q32<DecodeQ8_0>>},
-    {DType::Q2_K, ActFormat::Q8_K, rows<dot_q2_k>},
-    {DType::Q3_K, ActFormat::Q8_K, rows<dot_q3_k>},
-    {DType::Q4_K, ActFormat::Q8_K, rows<dot_q45_k<false>>},
-    {DType::Q5_K, ActFormat::Q8_K, rows<dot_q45_k<true>>},
-    {DType::Q6_K, ActFormat::Q8_K, rows<dot_q6_k>},
+    {DType::Q2_K, ActFormat::Q8_K, rows<dot_k<block_q2_K, sums_q2_k>>},
+    {DType::Q3_K, ActFormat::Q8_K, rows<dot_k<block_q3_K, sums_q3_k>>},
+    {DType::Q4_K, ActFormat::Q8_K, rows<dot_k<block_q4_K, sums_q45_k<block_q4_K>>>},
+    {DType::Q5_K, ActFormat::Q8_K, rows<dot_k<block_q5_K, sums_q45_k<block_q5_K>>>},
+    {DType::Q6_K, ActFormat::Q8_K, rows<dot_k<block_q6_K, sums_q6_k>>},
 };
 constexpr auto kReference = table_by_type(kReferenceRows);
 
