@@ -52,17 +52,20 @@ inline uint32_t load_u32(const uint8_t* p) {
   return v;
 }
 
+// Bit 4 of the 32 codes of a q5 block from its qh[4] at p: byte i = 16 where bit i is set.
+inline __m256i fifth_bits(const uint8_t* p) {
+  return _mm256_and_si256(bits_to_byte_mask(load_u32(p)), _mm256_set1_epi8(16));
+}
+
+// Each type: whether its codes are signed, whether it has a min, its block size and its codes.
+// All of them store d (f16) at byte 0, and the _1 types m (f16) at byte 2.
+
 // block_q4_0: d @0, qs[16] @2.  Code q - 8 in [-8, 7].
 struct DecQ4_0 {
   static constexpr bool kSigned = true, kHasMin = false;
   static constexpr size_t kBytes = 18;
-  static WeightBlock decode(const uint8_t* p) {
-    WeightBlock b;
-    b.q = _mm256_sub_epi8(unpack_nibbles(p + 2), _mm256_set1_epi8(8));
-    b.abs_q = _mm256_abs_epi8(b.q);
-    b.d = f16_bits_to_f32(load_u16(p));
-    b.m = 0.0f;
-    return b;
+  static __m256i codes(const uint8_t* p) {
+    return _mm256_sub_epi8(unpack_nibbles(p + 2), _mm256_set1_epi8(8));
   }
 };
 
@@ -70,28 +73,16 @@ struct DecQ4_0 {
 struct DecQ4_1 {
   static constexpr bool kSigned = false, kHasMin = true;
   static constexpr size_t kBytes = 20;
-  static WeightBlock decode(const uint8_t* p) {
-    WeightBlock b;
-    b.q = unpack_nibbles(p + 4);
-    b.abs_q = b.q;
-    b.d = f16_bits_to_f32(load_u16(p));
-    b.m = f16_bits_to_f32(load_u16(p + 2));
-    return b;
-  }
+  static __m256i codes(const uint8_t* p) { return unpack_nibbles(p + 4); }
 };
 
 // block_q5_0: d @0, qh[4] @2 (bit i = bit 4 of code i), qs[16] @6.  Code q - 16 in [-16, 15].
 struct DecQ5_0 {
   static constexpr bool kSigned = true, kHasMin = false;
   static constexpr size_t kBytes = 22;
-  static WeightBlock decode(const uint8_t* p) {
-    WeightBlock b;
-    const __m256i high = _mm256_and_si256(bits_to_byte_mask(load_u32(p + 2)), _mm256_set1_epi8(16));
-    b.q = _mm256_sub_epi8(_mm256_or_si256(unpack_nibbles(p + 6), high), _mm256_set1_epi8(16));
-    b.abs_q = _mm256_abs_epi8(b.q);
-    b.d = f16_bits_to_f32(load_u16(p));
-    b.m = 0.0f;
-    return b;
+  static __m256i codes(const uint8_t* p) {
+    return _mm256_sub_epi8(_mm256_or_si256(unpack_nibbles(p + 6), fifth_bits(p + 2)),
+                           _mm256_set1_epi8(16));
   }
 };
 
@@ -99,30 +90,30 @@ struct DecQ5_0 {
 struct DecQ5_1 {
   static constexpr bool kSigned = false, kHasMin = true;
   static constexpr size_t kBytes = 24;
-  static WeightBlock decode(const uint8_t* p) {
-    WeightBlock b;
-    const __m256i high = _mm256_and_si256(bits_to_byte_mask(load_u32(p + 4)), _mm256_set1_epi8(16));
-    b.q = _mm256_or_si256(unpack_nibbles(p + 8), high);
-    b.abs_q = b.q;
-    b.d = f16_bits_to_f32(load_u16(p));
-    b.m = f16_bits_to_f32(load_u16(p + 2));
-    return b;
+  static __m256i codes(const uint8_t* p) {
+    return _mm256_or_si256(unpack_nibbles(p + 8), fifth_bits(p + 4));
   }
 };
 
-// block_q8_0: d @0, qs[32] @2.  Code q in [-128, 127].
+// block_q8_0: d @0, qs[32] @2.  Code q in [-128, 127] (|-128| stays 0x80, read as the unsigned
+// 128).
 struct DecQ8_0 {
   static constexpr bool kSigned = true, kHasMin = false;
   static constexpr size_t kBytes = 34;
-  static WeightBlock decode(const uint8_t* p) {
-    WeightBlock b;
-    b.q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
-    b.abs_q = _mm256_abs_epi8(b.q);  // -128 stays 0x80, read as the unsigned 128
-    b.d = f16_bits_to_f32(load_u16(p));
-    b.m = 0.0f;
-    return b;
+  static __m256i codes(const uint8_t* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
   }
 };
+
+template <class Dec>
+inline WeightBlock decode(const uint8_t* p) {
+  WeightBlock b;
+  b.q = Dec::codes(p);
+  b.abs_q = Dec::kSigned ? _mm256_abs_epi8(b.q) : b.q;
+  b.d = f16_bits_to_f32(load_u16(p));
+  b.m = Dec::kHasMin ? f16_bits_to_f32(load_u16(p + 2)) : 0.0f;
+  return b;
+}
 
 // ActQ8_0 layout: d @0, s @4, qs[32] @8.
 constexpr size_t kActBytes = sizeof(ActQ8_0);
@@ -132,11 +123,8 @@ template <class Dec>
 struct Q32Tile {
   template <int R, int T>
   struct Kernel {
-    static void run(const MatmulArgs& a, int64_t o, int64_t t0) {
-      const uint8_t* w[R];
-      const uint8_t* x[T];
-      for (int r = 0; r < R; ++r) w[r] = a.w + static_cast<size_t>(o + r) * a.w_row_bytes;
-      for (int t = 0; t < T; ++t) x[t] = a.act + static_cast<size_t>(t0 + t) * a.act_row_bytes;
+    static void run(const MatmulArgs& a, const Tile<R, T>& tile, float (&out)[R][T]) {
+      const auto& [w, x] = tile;
       __m256 acc[R][T];
       float m[R][T];
       for (int r = 0; r < R; ++r) {
@@ -151,7 +139,7 @@ struct Q32Tile {
         __m256 dw[R];
         for (int r = 0; r < R; ++r) {
           prefetch_ahead(w[r] + b * Dec::kBytes, 1);
-          wb[r] = Dec::decode(w[r] + b * Dec::kBytes);
+          wb[r] = decode<Dec>(w[r] + b * Dec::kBytes);
           dw[r] = _mm256_set1_ps(wb[r].d);
         }
         for (int t = 0; t < T; ++t) {
@@ -172,7 +160,7 @@ struct Q32Tile {
         for (int r = 0; r < R; ++r) {
           float result = hsum8(acc[r][t]);
           if constexpr (Dec::kHasMin) result = result + m[r][t];
-          a.out[(t0 + t) * a.n_out + o + r] = result;
+          out[r][t] = result;
         }
       }
     }
