@@ -34,9 +34,53 @@ float inverse_or_zero(float d) {
   return d != 0.0f ? 1.0f / d : 0.0f;
 }
 
-// Writes the little-endian uint32 of high bits of a q5 block.
-void store_qh(uint32_t qh, uint8_t* out) {
-  for (int k = 0; k < 4; ++k) out[k] = static_cast<uint8_t>(qh >> (8 * k));
+// The codes of a q4_0 / q5_0 block (n_half = 8 / 16) into q[kQk]; returns the f32 scale
+// d = max / -n_half. x * id lies in [-n_half, n_half] (up to rounding), so x * id + n_half + 0.5
+// truncates to 0 .. 2 n_half; the top is clamped to 2 n_half - 1.
+float signed_codes(const float* x, int n_half, int* q) {
+  const float d = signed_absmax(x, kQk) / -static_cast<float>(n_half);
+  const float id = inverse_or_zero(d);
+  const float offset = static_cast<float>(n_half) + 0.5f;
+  for (int l = 0; l < kQk; ++l)
+    q[l] = std::min(2 * n_half - 1, static_cast<int>(static_cast<int8_t>(x[l] * id + offset)));
+  return d;
+}
+
+// The f32 scale and offset of a q4_1 / q5_1 block.
+struct Range {
+  float d;
+  float min;
+};
+
+// The codes of a q4_1 / q5_1 block (n_max = 15 / 31) into q[kQk], unclamped: (x - min) * id lies
+// in [0, n_max], so + 0.5 truncates to 0 .. n_max + 1 (the top only through rounding noise).
+Range range_codes(const float* x, int n_max, int* q) {
+  float min = FLT_MAX;
+  float max = -FLT_MAX;
+  for (int l = 0; l < kQk; ++l) {
+    if (x[l] < min) min = x[l];
+    if (x[l] > max) max = x[l];
+  }
+  const float d = (max - min) / static_cast<float>(n_max);
+  const float id = inverse_or_zero(d);
+  for (int l = 0; l < kQk; ++l) q[l] = static_cast<uint8_t>((x[l] - min) * id + 0.5f);
+  return {d, min};
+}
+
+// Packs 32 codes: the low 4 bits of code l in the low nibble of qs[l], of code l + 16 in the
+// high nibble.
+void store_nibbles(const int* q, uint8_t* qs) {
+  for (int l = 0; l < kQk / 2; ++l)
+    qs[l] = static_cast<uint8_t>((q[l] & 0x0f) | ((q[l + kQk / 2] & 0x0f) << 4));
+}
+
+// Packs 32 five-bit codes: the low 4 bits as store_nibbles does, bit 4 of code l as bit l of the
+// little-endian uint32 qh.
+void store_five_bits(const int* q, uint8_t* qs, uint8_t* qh) {
+  store_nibbles(q, qs);
+  uint32_t bits = 0;
+  for (int l = 0; l < kQk; ++l) bits |= static_cast<uint32_t>((q[l] >> 4) & 1) << l;
+  for (int k = 0; k < 4; ++k) qh[k] = static_cast<uint8_t>(bits >> (8 * k));
 }
 
 }  // namespace
@@ -72,86 +116,42 @@ void quantize_q8_0(const float* src, void* dst, int64_t n_blocks) {
 void quantize_q4_0(const float* src, void* dst, int64_t n_blocks) {
   auto* blocks = static_cast<block_q4_0*>(dst);
   for (int64_t b = 0; b < n_blocks; ++b, src += kQk) {
-    const float d = signed_absmax(src, kQk) / -8.0f;
-    const float id = inverse_or_zero(d);
-    blocks[b].d = f32_to_f16(d);
-    // x * id lies in [-8, 8] (up to rounding), so x * id + 8.5 truncates to 0..16; clamp 16.
-    for (int l = 0; l < kQk / 2; ++l) {
-      const int q0 = std::min(15, static_cast<int>(static_cast<int8_t>(src[l] * id + 8.5f)));
-      const int q1 =
-          std::min(15, static_cast<int>(static_cast<int8_t>(src[l + kQk / 2] * id + 8.5f)));
-      blocks[b].qs[l] = static_cast<uint8_t>(q0 | (q1 << 4));
-    }
+    int q[kQk];
+    blocks[b].d = f32_to_f16(signed_codes(src, 8, q));
+    store_nibbles(q, blocks[b].qs);
   }
 }
 
 void quantize_q4_1(const float* src, void* dst, int64_t n_blocks) {
   auto* blocks = static_cast<block_q4_1*>(dst);
   for (int64_t b = 0; b < n_blocks; ++b, src += kQk) {
-    float min = FLT_MAX;
-    float max = -FLT_MAX;
-    for (int l = 0; l < kQk; ++l) {
-      if (src[l] < min) min = src[l];
-      if (src[l] > max) max = src[l];
-    }
-    const float d = (max - min) / 15.0f;
-    const float id = inverse_or_zero(d);
-    blocks[b].d = f32_to_f16(d);
-    blocks[b].m = f32_to_f16(min);
-    // (x - min) * id lies in [0, 15], so + 0.5 truncates to 0..15 (clamped for rounding noise).
-    for (int l = 0; l < kQk / 2; ++l) {
-      const int q0 =
-          std::min(15, static_cast<int>(static_cast<int8_t>((src[l] - min) * id + 0.5f)));
-      const int q1 =
-          std::min(15, static_cast<int>(static_cast<int8_t>((src[l + kQk / 2] - min) * id + 0.5f)));
-      blocks[b].qs[l] = static_cast<uint8_t>(q0 | (q1 << 4));
-    }
+    int q[kQk];
+    const Range range = range_codes(src, 15, q);
+    blocks[b].d = f32_to_f16(range.d);
+    blocks[b].m = f32_to_f16(range.min);
+    for (int& code : q) code = std::min(15, code);  // 16 from rounding noise
+    store_nibbles(q, blocks[b].qs);
   }
 }
 
 void quantize_q5_0(const float* src, void* dst, int64_t n_blocks) {
   auto* blocks = static_cast<block_q5_0*>(dst);
   for (int64_t b = 0; b < n_blocks; ++b, src += kQk) {
-    const float d = signed_absmax(src, kQk) / -16.0f;
-    const float id = inverse_or_zero(d);
-    blocks[b].d = f32_to_f16(d);
-    uint32_t qh = 0;
-    for (int l = 0; l < kQk / 2; ++l) {
-      const int q0 = std::min(31, static_cast<int>(static_cast<int8_t>(src[l] * id + 16.5f)));
-      const int q1 =
-          std::min(31, static_cast<int>(static_cast<int8_t>(src[l + kQk / 2] * id + 16.5f)));
-      blocks[b].qs[l] = static_cast<uint8_t>((q0 & 0x0f) | ((q1 & 0x0f) << 4));
-      qh |= static_cast<uint32_t>(q0 >> 4) << l;
-      qh |= static_cast<uint32_t>(q1 >> 4) << (l + kQk / 2);
-    }
-    store_qh(qh, blocks[b].qh);
+    int q[kQk];
+    blocks[b].d = f32_to_f16(signed_codes(src, 16, q));
+    store_five_bits(q, blocks[b].qs, blocks[b].qh);
   }
 }
 
+// The definition has no clamp for q5_1: a code of 32 (rounding noise) keeps its low 5 bits.
 void quantize_q5_1(const float* src, void* dst, int64_t n_blocks) {
   auto* blocks = static_cast<block_q5_1*>(dst);
   for (int64_t b = 0; b < n_blocks; ++b, src += kQk) {
-    float min = FLT_MAX;
-    float max = -FLT_MAX;
-    for (int l = 0; l < kQk; ++l) {
-      if (src[l] < min) min = src[l];
-      if (src[l] > max) max = src[l];
-    }
-    const float d = (max - min) / 31.0f;
-    const float id = inverse_or_zero(d);
-    blocks[b].d = f32_to_f16(d);
-    blocks[b].m = f32_to_f16(min);
-    uint32_t qh = 0;
-    // The definition has no clamp here: (x - min) * id + 0.5 stays below 32 for finite inputs;
-    // only the low 5 bits are stored either way.
-    for (int l = 0; l < kQk / 2; ++l) {
-      const int q0 = static_cast<uint8_t>((src[l] - min) * id + 0.5f);
-      const int q1 = static_cast<uint8_t>((src[l + kQk / 2] - min) * id + 0.5f);
-      blocks[b].qs[l] = static_cast<uint8_t>((q0 & 0x0f) | ((q1 & 0x0f) << 4));
-      qh |= static_cast<uint32_t>((q0 >> 4) & 1) << l;
-      qh |= static_cast<uint32_t>((q1 >> 4) & 1) << (l + kQk / 2);
-    }
-    store_qh(qh, blocks[b].qh);
+    int q[kQk];
+    const Range range = range_codes(src, 31, q);
+    blocks[b].d = f32_to_f16(range.d);
+    blocks[b].m = f32_to_f16(range.min);
+    store_five_bits(q, blocks[b].qs, blocks[b].qh);
   }
 }
 
