@@ -25,6 +25,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "quant/block_types.h"
 #include "quant/codecs.h"
@@ -265,33 +266,33 @@ void quantize_q3_k(const float* src, void* dst, int64_t n_blocks) {
   }
 }
 
-void quantize_q4_k(const float* src, void* dst, int64_t n_blocks) {
-  auto* blocks = static_cast<block_q4_K*>(dst);
+// q4_K and q5_K: one affine super-block with codes 0..15 / 0..31; q5_K stores bit 4 of element
+// 32 j + l as bit j of qh[l].
+template <class Block>
+void quantize_q45_k(const float* src, Block* blocks, int64_t n_blocks) {
+  constexpr bool kFiveBit = std::is_same_v<Block, block_q5_K>;
   for (int64_t b = 0; b < n_blocks; ++b, src += kQkK) {
-    const AffineSuperBlock s = quantize_affine(src, 8, 15, 63);
-    block_q4_K& out = blocks[b];
+    const AffineSuperBlock s = quantize_affine(src, 8, kFiveBit ? 31 : 15, 63);
+    Block& out = blocks[b];
     out.d = s.d;
     out.dmin = s.dmin;
     pack_scales_mins_k(s, out.scales);
     pack_4bit_k(s.q, out.qs);
+    if constexpr (kFiveBit) {
+      std::memset(out.qh, 0, sizeof(out.qh));
+      for (int i = 0; i < 256; ++i) {
+        out.qh[i % 32] = static_cast<uint8_t>(out.qh[i % 32] | ((s.q[i] >> 4) << (i / 32)));
+      }
+    }
   }
 }
 
+void quantize_q4_k(const float* src, void* dst, int64_t n_blocks) {
+  quantize_q45_k(src, static_cast<block_q4_K*>(dst), n_blocks);
+}
+
 void quantize_q5_k(const float* src, void* dst, int64_t n_blocks) {
-  auto* blocks = static_cast<block_q5_K*>(dst);
-  for (int64_t b = 0; b < n_blocks; ++b, src += kQkK) {
-    const AffineSuperBlock s = quantize_affine(src, 8, 31, 63);
-    block_q5_K& out = blocks[b];
-    out.d = s.d;
-    out.dmin = s.dmin;
-    pack_scales_mins_k(s, out.scales);
-    pack_4bit_k(s.q, out.qs);
-    // Bit 4 of element 32 j + l is bit j of qh[l].
-    std::memset(out.qh, 0, sizeof(out.qh));
-    for (int i = 0; i < 256; ++i) {
-      out.qh[i % 32] = static_cast<uint8_t>(out.qh[i % 32] | ((s.q[i] >> 4) << (i / 32)));
-    }
-  }
+  quantize_q45_k(src, static_cast<block_q5_K*>(dst), n_blocks);
 }
 
 void quantize_q6_k(const float* src, void* dst, int64_t n_blocks) {
