@@ -6,13 +6,13 @@
 #include <mutex>
 #include <thread>
 
+#include "bench/bench_server.h"
 #include "bench/bench_tokens.h"
 #include "bench/http_load_client.h"
 #include "bench/results.h"
 #include "bench/stats.h"
 #include "router/router_service.h"
 #include "server/http_server.h"
-#include "tokenizer/chat_template.h"
 
 namespace trellis::bench {
 namespace {
@@ -26,48 +26,10 @@ constexpr uint32_t kSystemSeed = 300;
 constexpr uint32_t kUserSeed = 5000;
 constexpr uint32_t kWarmUpSeed = 77;
 
-// A replica: an engine and the OpenAI server on it, on a free loopback port.
-class BenchReplica {
- public:
-  static Result<std::unique_ptr<BenchReplica>> start(const RouterBenchOptions& options,
-                                                     const EngineConfig& engine_config) {
-    std::unique_ptr<BenchReplica> r(new BenchReplica());
-    Result<std::unique_ptr<Engine>> engine = Engine::create(options.model_path, engine_config);
-    if (!engine.ok()) return engine.error();
-    r->engine_ = std::move(engine).value();
-    ServerConfig config;
-    config.port = 0;
-    config.model_id = "bench";
-    config.log_requests = false;
-    if (!detect_chat_template(r->engine_->file()).ok()) {
-      Result<ChatTemplateKind> kind = parse_chat_template_name(options.chat_template);
-      if (!kind.ok()) return kind.error();
-      config.chat_template = *kind;
-    }
-    r->server_ = std::make_unique<HttpServer>(config);
-    TRELLIS_TRY(r->server_->bind());
-    r->thread_ = std::thread([server = r->server_.get()] { server->serve(); });
-    r->server_->set_engine(*r->engine_);
-    return r;
-  }
-  ~BenchReplica() {
-    server_->shutdown();
-    thread_.join();
-  }
-  int port() const { return server_->port(); }
-  const Tokenizer& tokenizer() const { return engine_->tokenizer(); }
-
- private:
-  BenchReplica() = default;
-  std::unique_ptr<Engine> engine_;
-  std::unique_ptr<HttpServer> server_;
-  std::thread thread_;
-};
-
 // The router over `replicas` on a free loopback port.
 class BenchRouter {
  public:
-  BenchRouter(const std::vector<std::unique_ptr<BenchReplica>>& replicas, RoutingPolicy policy) {
+  BenchRouter(const std::vector<std::unique_ptr<BenchServer>>& replicas, RoutingPolicy policy) {
     RouterConfig config;
     for (const auto& r : replicas) config.replicas.push_back({"127.0.0.1", r->port()});
     config.routing.policy = policy;
@@ -121,7 +83,8 @@ Result<std::vector<Turn>> run_sessions(const RouterBenchOptions& o, const Tokeni
       json messages = json::array({{{"role", "system"}, {"content", systems[size_t(group)]}}});
       for (int32_t t = 0; t < o.turns; ++t) {
         const auto seed = kUserSeed + static_cast<uint32_t>(s * o.turns + t);
-        messages.push_back({{"role", "user"}, {"content", bench_text(tokenizer, o.user_len, seed)}});
+        messages.push_back(
+            {{"role", "user"}, {"content", bench_text(tokenizer, o.user_len, seed)}});
         Result<ChatFigures> r = chat_request(port, conversation_body(messages, o.decode_len));
         std::lock_guard<std::mutex> lock(mutex);
         if (!r.ok()) {
@@ -178,16 +141,17 @@ json run_row(const std::string& label, int32_t n_replicas, const std::vector<Tur
 Result<json> run_one(const RouterBenchOptions& o, const std::string& label, int32_t n_replicas,
                      const EngineConfig& engine_config, std::optional<RoutingPolicy> policy,
                      const Observer& observer) {
-  std::vector<std::unique_ptr<BenchReplica>> replicas;
+  std::vector<std::unique_ptr<BenchServer>> replicas;
   for (int32_t i = 0; i < n_replicas; ++i) {
-    Result<std::unique_ptr<BenchReplica>> r = BenchReplica::start(o, engine_config);
+    Result<std::unique_ptr<BenchServer>> r =
+        BenchServer::start(o.model_path, engine_config, o.chat_template);
     if (!r.ok()) return r.error();
     replicas.push_back(std::move(r).value());
   }
   const Tokenizer& tokenizer = replicas.front()->tokenizer();
   for (const auto& r : replicas) {
-    Result<ChatFigures> warm = chat_request(
-        r->port(), chat_body(bench_text(tokenizer, 16, kWarmUpSeed), "warm up", 2));
+    Result<ChatFigures> warm =
+        chat_request(r->port(), chat_body(bench_text(tokenizer, 16, kWarmUpSeed), "warm up", 2));
     if (!warm.ok()) return warm.error();
   }
   std::unique_ptr<BenchRouter> router;
@@ -211,8 +175,9 @@ Result<json> run_one(const RouterBenchOptions& o, const std::string& label, int3
 Result<json> run_router_bench(const RouterBenchOptions& o, const Observer& observer) {
   if (o.replicas < 1 || o.groups < 1 || o.sessions < 1 || o.turns < 1 || o.system_len < 1 ||
       o.user_len < 1 || o.decode_len < 1) {
-    return Error{"--replicas, --groups, --sessions, --turns, --system-len, --user-len and -D "
-                 "must be positive"};
+    return Error{
+        "--replicas, --groups, --sessions, --turns, --system-len, --user-len and -D "
+        "must be positive"};
   }
   std::vector<RoutingPolicy> policies;
   for (const std::string& name : o.policies) {

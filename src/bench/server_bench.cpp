@@ -5,12 +5,11 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_server.h"
 #include "bench/bench_tokens.h"
 #include "bench/http_load_client.h"
 #include "bench/results.h"
 #include "bench/stats.h"
-#include "server/http_server.h"
-#include "tokenizer/chat_template.h"
 
 namespace trellis::bench {
 namespace {
@@ -34,23 +33,11 @@ Result<RunFigures> run_clients(const ServerBenchOptions& options, bool cache_on,
                                const Observer& observer) {
   EngineConfig engine_config = options.engine;
   engine_config.prefix_cache.enabled = cache_on;
-  Result<std::unique_ptr<Engine>> created = Engine::create(options.model_path, engine_config);
-  if (!created.ok()) return created.error();
-  Engine& engine = **created;
-  ServerConfig config;
-  config.port = 0;
-  config.model_id = "bench";
-  config.log_requests = false;
-  if (Result<ChatTemplateKind> detected = detect_chat_template(engine.file()); !detected.ok()) {
-    Result<ChatTemplateKind> kind = parse_chat_template_name(options.chat_template);
-    if (!kind.ok()) return kind.error();
-    config.chat_template = *kind;
-  }
-  HttpServer server(config);
-  TRELLIS_TRY(server.bind());
-  std::thread serving([&server] { server.serve(); });
-  server.set_engine(engine);
-  const Tokenizer& tokenizer = engine.tokenizer();
+  Result<std::unique_ptr<BenchServer>> started =
+      BenchServer::start(options.model_path, engine_config, options.chat_template);
+  if (!started.ok()) return started.error();
+  const BenchServer& server = **started;
+  const Tokenizer& tokenizer = server.tokenizer();
   const std::string system = bench_text(tokenizer, options.system_len, kSystemSeed);
 
   RunFigures run;
@@ -86,8 +73,6 @@ Result<RunFigures> run_clients(const ServerBenchOptions& options, bool cache_on,
   }
   for (std::thread& t : clients) t.join();
   run.wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-  server.shutdown();
-  serving.join();
   if (!failed.ok()) return failed.error();
   return run;
 }
