@@ -11,6 +11,22 @@
 namespace trellis::bench {
 namespace {
 
+// An engine for the measurement, its prefix cache off (every repetition computes its whole
+// prompt), and the prompt of options.n_prompt tokens.
+struct Setup {
+  std::unique_ptr<Engine> engine;
+  std::vector<TokenId> prompt;
+};
+
+Result<Setup> set_up(const SpeedOptions& options, EngineConfig config) {
+  config.prefix_cache.enabled = false;
+  Result<std::unique_ptr<Engine>> created = Engine::create(options.model_path, config);
+  if (!created.ok()) return created.error();
+  Setup setup{std::move(created).value(), {}};
+  setup.prompt = bench_tokens(options.n_prompt, setup.engine->model().hparams().n_vocab);
+  return setup;
+}
+
 // Runs one greedy request to its end; its figures.
 Result<RequestStats> run_request(Engine& engine, std::vector<TokenId> prompt, int32_t max_tokens) {
   Result<RequestOutput> out = engine.run(greedy_request(std::move(prompt), max_tokens));
@@ -88,12 +104,10 @@ Result<SpeedResult> run_batched(const SpeedOptions& options, const Observer& obs
     config.kv_tokens =
         options.n_prompt + int64_t{max_n} * (options.n_gen + 1 + 2 * config.block_size);
   }
-  config.prefix_cache.enabled = false;
-  Result<std::unique_ptr<Engine>> created = Engine::create(options.model_path, config);
-  if (!created.ok()) return created.error();
-  Engine& engine = **created;
-  const std::vector<TokenId> prompt =
-      bench_tokens(options.n_prompt, engine.model().hparams().n_vocab);
+  Result<Setup> setup = set_up(options, config);
+  if (!setup.ok()) return setup.error();
+  Engine& engine = *setup->engine;
+  const std::vector<TokenId>& prompt = setup->prompt;
   SpeedResult result;
   for (int32_t n : options.batch_sizes) {
     Result<BatchSpeed> row = run_batch_size(engine, options, prompt, n, observer);
@@ -117,12 +131,10 @@ Result<SpeedResult> run_speed_bench(const SpeedOptions& options, const Observer&
   EngineConfig config = options.engine;
   if (config.n_ctx == 0) config.n_ctx = std::max(options.n_prompt, options.n_gen + 1);
   config.scheduler.max_batch_tokens = std::max(config.scheduler.max_batch_tokens, options.n_prompt);
-  config.prefix_cache.enabled = false;
-  Result<std::unique_ptr<Engine>> created = Engine::create(options.model_path, config);
-  if (!created.ok()) return created.error();
-  Engine& engine = **created;
-  const std::vector<TokenId> prompt =
-      bench_tokens(options.n_prompt, engine.model().hparams().n_vocab);
+  Result<Setup> setup = set_up(options, config);
+  if (!setup.ok()) return setup.error();
+  Engine& engine = *setup->engine;
+  const std::vector<TokenId>& prompt = setup->prompt;
 
   std::vector<double> pp, tg;
   const auto total = static_cast<uint64_t>(options.reps) + 1;
