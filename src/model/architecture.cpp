@@ -1,6 +1,7 @@
 #include "model/architecture.h"
 
 #include <array>
+#include <cassert>
 
 namespace trellis {
 namespace {
@@ -51,6 +52,15 @@ const Architecture* find_architecture(std::string_view name) {
     if (arch.name == name) return &arch;
   }
   return nullptr;
+}
+
+size_t architecture_index(const Architecture& arch) {
+  const std::span<const Architecture> rows = architectures();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].name == arch.name) return i;
+  }
+  assert(false && "not a supported architecture");
+  return 0;
 }
 
 std::string supported_architectures() {

@@ -10,6 +10,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <vector>
 
 #include "kernels/ops.h"
 
@@ -67,5 +69,16 @@ std::span<const Architecture> architectures();
 const Architecture* find_architecture(std::string_view name);
 // "llama, qwen2, qwen3, gemma3, phi3"
 std::string supported_architectures();
+// The position of `arch` (matched by name) in architectures(). Precondition: it is one of them.
+size_t architecture_index(const Architecture& arch);
+
+// A table derived from the families: build(a) for every row a of architectures(), in order (so
+// entry architecture_index(arch) is arch's).
+template <class Build>
+auto build_per_architecture(Build build) {
+  std::vector<std::invoke_result_t<Build, const Architecture&>> out;
+  for (const Architecture& a : architectures()) out.push_back(build(a));
+  return out;
+}
 
 }  // namespace trellis

@@ -69,17 +69,9 @@ std::vector<KeySpec> build(const Architecture& arch) {
 }  // namespace
 
 const std::vector<KeySpec>& family_keys(const Architecture& arch) {
-  static const std::vector<std::vector<KeySpec>> lists = [] {
-    std::vector<std::vector<KeySpec>> out;
-    for (const Architecture& a : architectures()) out.push_back(build(a));
-    return out;
-  }();
-  const std::span<const Architecture> rows = architectures();
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i].name == arch.name) return lists[i];
-  }
-  assert(false && "not a supported architecture");
-  return lists.front();
+  static const std::vector<std::vector<KeySpec>> lists =
+      build_per_architecture([](const Architecture& a) { return build(a); });
+  return lists[architecture_index(arch)];
 }
 
 std::string key_name(const Architecture& arch, HParamKey key) {

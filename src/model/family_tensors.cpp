@@ -112,17 +112,9 @@ int64_t dim_size(Dim dim, const ModelHParams& hp) {
 }  // namespace
 
 const FamilyTensors& family_tensors(const Architecture& arch) {
-  static const std::vector<FamilyTensors> lists = [] {
-    std::vector<FamilyTensors> out;
-    for (const Architecture& a : architectures()) out.push_back(build(a));
-    return out;
-  }();
-  const std::span<const Architecture> rows = architectures();
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i].name == arch.name) return lists[i];
-  }
-  assert(false && "not a supported architecture");
-  return lists.front();
+  static const std::vector<FamilyTensors> lists =
+      build_per_architecture([](const Architecture& a) { return build(a); });
+  return lists[architecture_index(arch)];
 }
 
 std::string layer_tensor_name(int64_t il, const TensorSpec& spec) {
