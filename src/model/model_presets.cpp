@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <utility>
 
 #include "model/architecture.h"
 #include "model/synth_family.h"
@@ -48,51 +49,56 @@ void set_longrope(ModelHParams& hp, const LongRopeScaling& scaling) {
   hp.rope_attn_factor = longrope_attn_factor(scaling, hp.n_ctx_train);
 }
 
+// The family's own fields of a preset: those of set_family, its output tying and its rope
+// scaling (LongRoPE excepted: a phi3 preset may or may not have it).
+void set_family_preset(ModelPreset& p, std::string_view name, int64_t n_embd_head) {
+  const SynthFamily& family = *find_synth_family(name);
+  set_family(p.hparams, name, n_embd_head);
+  p.tied_output = family.tied_output;
+  p.llama3_rope =
+      family.llama3_rope ? std::optional<Llama3RopeScaling>(Llama3RopeScaling{}) : std::nullopt;
+}
+
+// A preset with the published shapes of a model of `family` (see set_family for n_embd_head).
+ModelPreset family_preset(std::string name, std::string description, ModelHParams hp,
+                          std::string_view family, int64_t n_embd_head) {
+  ModelPreset p;
+  p.name = std::move(name);
+  p.description = std::move(description);
+  p.hparams = std::move(hp);
+  set_family_preset(p, family, n_embd_head);
+  return p;
+}
+
 // Published configs (HF config.json): vocab, context, width, layers, heads, KV heads, n_ff, head
 // size, rope base, eps and tie_word_embeddings.
 ModelPreset llama32_1b() {
-  ModelPreset p{"llama-3.2-1b",
-                "Llama-3.2-1B shapes (llama3): 16 layers, width 2048, GQA 32/8 heads, vocab 128256",
-                make_hparams(128256, 131072, 2048, 16, 32, 8, 8192),
-                true,
-                Llama3RopeScaling{},
-                std::nullopt};
-  set_family(p.hparams, "llama3", 0);
-  return p;
+  return family_preset(
+      "llama-3.2-1b",
+      "Llama-3.2-1B shapes (llama3): 16 layers, width 2048, GQA 32/8 heads, vocab 128256",
+      make_hparams(128256, 131072, 2048, 16, 32, 8, 8192), "llama3", 0);
 }
 
 ModelPreset qwen25_05b() {
-  ModelPreset p{"qwen2.5-0.5b",
-                "Qwen2.5-0.5B shapes (qwen2): 24 layers, width 896, GQA 14/2 heads, vocab 151936",
-                make_hparams(151936, 32768, 896, 24, 14, 2, 4864),
-                true,
-                std::nullopt,
-                std::nullopt};
-  set_family(p.hparams, "qwen2", 0);
-  return p;
+  return family_preset(
+      "qwen2.5-0.5b",
+      "Qwen2.5-0.5B shapes (qwen2): 24 layers, width 896, GQA 14/2 heads, vocab 151936",
+      make_hparams(151936, 32768, 896, 24, 14, 2, 4864), "qwen2", 0);
 }
 
 ModelPreset qwen3_06b() {
-  ModelPreset p{"qwen3-0.6b",
-                "Qwen3-0.6B shapes (qwen3): 28 layers, width 1024, GQA 16/8 heads of 128, "
-                "vocab 151936",
-                make_hparams(151936, 40960, 1024, 28, 16, 8, 3072),
-                true,
-                std::nullopt,
-                std::nullopt};
-  set_family(p.hparams, "qwen3", 128);
-  return p;
+  return family_preset("qwen3-0.6b",
+                       "Qwen3-0.6B shapes (qwen3): 28 layers, width 1024, GQA 16/8 heads of 128, "
+                       "vocab 151936",
+                       make_hparams(151936, 40960, 1024, 28, 16, 8, 3072), "qwen3", 128);
 }
 
 ModelPreset gemma3_1b() {
-  ModelPreset p{"gemma-3-1b",
-                "Gemma-3-1B shapes (gemma3): 26 layers, width 1152, GQA 4/1 heads of 256, "
-                "window 512 on 5 of 6 layers, vocab 262144",
-                make_hparams(262144, 32768, 1152, 26, 4, 1, 6912),
-                true,
-                std::nullopt,
-                std::nullopt};
-  set_family(p.hparams, "gemma3", 256);
+  ModelPreset p =
+      family_preset("gemma-3-1b",
+                    "Gemma-3-1B shapes (gemma3): 26 layers, width 1152, GQA 4/1 heads of 256, "
+                    "window 512 on 5 of 6 layers, vocab 262144",
+                    make_hparams(262144, 32768, 1152, 26, 4, 1, 6912), "gemma3", 256);
   // The 1B model has no rope scaling (the 4B-27B ones have linear x8).
   p.hparams.n_swa = 512;
   p.hparams.swa_pattern = 6;
@@ -100,14 +106,11 @@ ModelPreset gemma3_1b() {
 }
 
 ModelPreset phi35_mini() {
-  ModelPreset p{"phi-3.5-mini",
-                "Phi-3.5-mini shapes (phi3): 32 layers, width 3072, 32 heads (no GQA), "
-                "vocab 32064, untied output, LongRoPE from 4k to 128k",
-                make_hparams(32064, 131072, 3072, 32, 32, 32, 8192),
-                false,
-                std::nullopt,
-                std::nullopt};
-  set_family(p.hparams, "phi3", 0);
+  ModelPreset p =
+      family_preset("phi-3.5-mini",
+                    "Phi-3.5-mini shapes (phi3): 32 layers, width 3072, 32 heads (no GQA), "
+                    "vocab 32064, untied output, LongRoPE from 4k to 128k",
+                    make_hparams(32064, 131072, 3072, 32, 32, 32, 8192), "phi3", 0);
   p.longrope = LongRopeScaling{4096};
   set_longrope(p.hparams, *p.longrope);
   return p;
@@ -163,10 +166,7 @@ Result<ModelPreset> preset_for_arch(const ModelPreset& preset, std::string_view 
   ModelHParams& hp = out.hparams;
   const int64_t n_embd_head =
       family->wide_heads ? (hp.n_embd_head > 0 ? hp.n_embd_head : 2 * hp.n_embd / hp.n_head) : 0;
-  set_family(hp, arch, n_embd_head);
-  out.tied_output = family->tied_output;
-  out.llama3_rope =
-      family->llama3_rope ? std::optional<Llama3RopeScaling>(Llama3RopeScaling{}) : std::nullopt;
+  set_family_preset(out, arch, n_embd_head);
   out.longrope = std::nullopt;  // phi3 as Phi-3-mini-4k: plain RoPE
   const Architecture& row = *find_architecture(family->architecture);
   if (row.sliding_window) {
