@@ -49,8 +49,8 @@ inline Lanes8 load_f32x8(const uint8_t* p) {
 
 template <int R, int T>
 struct F16Kernel {
-  static void run(const MatmulArgs& a, const Tile<R, T>& tile, float (&out)[R][T]) {
-    const auto& [w, x] = tile;
+  static void run(const MatmulArgs& a, int64_t o, int64_t t0) {
+    const auto [w, x] = tile_at<R, T>(a, o, t0);
     Lanes8 acc[R][T];
     for (int r = 0; r < R; ++r)
       for (int t = 0; t < T; ++t) acc[r][t] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
@@ -88,7 +88,7 @@ struct F16Kernel {
       step(wv, xs);
     }
     for (int t = 0; t < T; ++t)
-      for (int r = 0; r < R; ++r) out[r][t] = hsum8(acc[r][t]);
+      for (int r = 0; r < R; ++r) a.out[(t0 + t) * a.n_out + o + r] = hsum8(acc[r][t]);
   }
 };
 
@@ -139,8 +139,8 @@ template <class Dec>
 struct Q32Tile {
   template <int R, int T>
   struct Kernel {
-    static void run(const MatmulArgs& a, const Tile<R, T>& tile, float (&out)[R][T]) {
-      const auto& [w, x] = tile;
+    static void run(const MatmulArgs& a, int64_t o, int64_t t0) {
+      const auto [w, x] = tile_at<R, T>(a, o, t0);
       Lanes8 acc[R][T];
       for (int r = 0; r < R; ++r)
         for (int t = 0; t < T; ++t) acc[r][t] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
@@ -162,7 +162,7 @@ struct Q32Tile {
         }
       }
       for (int t = 0; t < T; ++t)
-        for (int r = 0; r < R; ++r) out[r][t] = hsum8(acc[r][t]);
+        for (int r = 0; r < R; ++r) a.out[(t0 + t) * a.n_out + o + r] = hsum8(acc[r][t]);
     }
   };
 };

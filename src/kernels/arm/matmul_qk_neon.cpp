@@ -261,8 +261,8 @@ template <class Dec, bool kRuns, bool kHasMin>
 struct QKTile {
   template <int R, int T>
   struct Kernel {
-    static void run(const MatmulArgs& a, const Tile<R, T>& tile, float (&out)[R][T]) {
-      const auto& [w, x] = tile;
+    static void run(const MatmulArgs& a, int64_t o, int64_t t0) {
+      const auto [w, x] = tile_at<R, T>(a, o, t0);
       float acc[R][T];
       for (int r = 0; r < R; ++r)
         for (int t = 0; t < T; ++t) acc[r][t] = 0.0f;
@@ -285,7 +285,7 @@ struct QKTile {
         }
       }
       for (int t = 0; t < T; ++t)
-        for (int r = 0; r < R; ++r) out[r][t] = acc[r][t];
+        for (int r = 0; r < R; ++r) a.out[(t0 + t) * a.n_out + o + r] = acc[r][t];
     }
   };
 };

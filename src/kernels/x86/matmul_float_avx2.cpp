@@ -37,8 +37,8 @@ template <class Load>
 struct FloatTile {
   template <int R, int T>
   struct Kernel {
-    static void run(const MatmulArgs& a, const Tile<R, T>& tile, float (&out)[R][T]) {
-      const auto& [w, x] = tile;
+    static void run(const MatmulArgs& a, int64_t o, int64_t t0) {
+      const auto [w, x] = tile_at<R, T>(a, o, t0);
       __m256 acc[R][T];
       for (int r = 0; r < R; ++r)
         for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
@@ -70,7 +70,7 @@ struct FloatTile {
         }
       }
       for (int t = 0; t < T; ++t)
-        for (int r = 0; r < R; ++r) out[r][t] = hsum8(acc[r][t]);
+        for (int r = 0; r < R; ++r) a.out[(t0 + t) * a.n_out + o + r] = hsum8(acc[r][t]);
     }
   };
 };

@@ -123,8 +123,8 @@ template <class Dec>
 struct Q32Tile {
   template <int R, int T>
   struct Kernel {
-    static void run(const MatmulArgs& a, const Tile<R, T>& tile, float (&out)[R][T]) {
-      const auto& [w, x] = tile;
+    static void run(const MatmulArgs& a, int64_t o, int64_t t0) {
+      const auto [w, x] = tile_at<R, T>(a, o, t0);
       __m256 acc[R][T];
       float m[R][T];
       for (int r = 0; r < R; ++r) {
@@ -160,7 +160,7 @@ struct Q32Tile {
         for (int r = 0; r < R; ++r) {
           float result = hsum8(acc[r][t]);
           if constexpr (Dec::kHasMin) result = result + m[r][t];
-          out[r][t] = result;
+          a.out[(t0 + t) * a.n_out + o + r] = result;
         }
       }
     }
