@@ -18,6 +18,10 @@ TSAN_TESTS ?= thread_pool_test engine_test engine_stress_test engine_alloc_test 
   server_load_test server_hostile_test engine_pipeline_test router_test disk_tier_test \
   engine_disk_tier_test
 FUZZ_SECONDS ?= 60
+# The sanitizer runs repeat the stress tests' random rounds this fraction of the times
+# (TRELLIS_TEST_SCALE, read by tests/test_support.h's scaled_count): the same code paths, fewer
+# repetitions of each.
+SANITIZER_TEST_SCALE ?= 0.25
 
 .PHONY: run demo serve test run-deps deps cli build unit-test asan-test tsan-test arm-check fuzz \
   clean
@@ -70,14 +74,15 @@ asan-test:
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTRELLIS_WERROR=ON -DTRELLIS_SANITIZE=ON \
 	  -DTRELLIS_BUILD_BENCH=OFF
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
-	cd $(ASAN_BUILD) && ctest --output-on-failure -j$(JOBS)
+	cd $(ASAN_BUILD) && TRELLIS_TEST_SCALE=$(SANITIZER_TEST_SCALE) ctest --output-on-failure -j$(JOBS)
 
 tsan-test:
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRELLIS_WERROR=ON -DTRELLIS_TSAN=ON \
 	  -DTRELLIS_BUILD_BENCH=OFF
 	cmake --build $(TSAN_BUILD) -j$(JOBS) --target $(TSAN_TESTS)
 	set -e; for t in $(TSAN_TESTS); do \
-	  TSAN_OPTIONS=suppressions=$(CURDIR)/tests/tsan.supp $(TSAN_BUILD)/tests/$$t; done
+	  TRELLIS_TEST_SCALE=$(SANITIZER_TEST_SCALE) TSAN_OPTIONS=suppressions=$(CURDIR)/tests/tsan.supp \
+	  $(TSAN_BUILD)/tests/$$t; done
 
 arm-check:
 	scripts/arm-check.sh

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 
@@ -78,6 +80,17 @@ const std::string& tiny_engine_model() {
     return p;
   }();
   return path;
+}
+
+int scaled_count(int full, int minimum) {
+  double scale = 1.0;
+  if (const char* env = std::getenv("TRELLIS_TEST_SCALE")) {
+    char* end = nullptr;
+    const double parsed = std::strtod(env, &end);
+    if (end != env && *end == '\0' && parsed > 0.0 && parsed <= 1.0) scale = parsed;
+  }
+  const int scaled = static_cast<int>(std::ceil(full * scale));
+  return std::max(std::min(scaled, full), std::min(minimum, full));
 }
 
 }  // namespace trellis::testing

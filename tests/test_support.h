@@ -30,6 +30,13 @@ EngineRequest greedy_request(std::vector<TokenId> prompt, int32_t max_tokens,
 // The tiny preset as Q8_0 (seed 9), made once per test process: the engine tests' model.
 const std::string& tiny_engine_model();
 
+// How many repetitions a stress or randomized test runs: `full` times TRELLIS_TEST_SCALE (a
+// number in (0, 1], default 1), rounded up, and never below `minimum`. The sanitizer runs set
+// the scale below 1: they take the same code paths, only fewer times over, since a sanitizer
+// slows each repetition several times. Size `minimum` so that every path the test means to reach
+// is still reached. A value that is not a number in (0, 1] counts as 1.
+int scaled_count(int full, int minimum);
+
 }  // namespace trellis::testing
 
 // Skips the current test with a clear message when ../shared is absent.
