@@ -297,5 +297,30 @@ TEST(SchedulerTest, InFlightSequencesAreNeverPreempted) {
   EXPECT_EQ(after.chunks[0].seq, a);
 }
 
+// A sequence waiting for its KV (read back from the disk tier) keeps its turn: nothing after it
+// in policy order is admitted until it has its KV, while running sequences go on.
+TEST(SchedulerTest, ASequenceWaitingForKvKeepsItsTurn) {
+  Harness h(40, SchedulerConfig{64, 4, SchedulePolicy::FCFS, 64});
+  Sequence* running = h.add(range(100, 5));
+  EXPECT_EQ(h.step(), (Chunks{{1, 0, 5}}));
+  Sequence* loading = h.add(range(200, 6));
+  Sequence* behind = h.add(range(300, 7));
+  h.scheduler.wait_for_kv(loading);
+  EXPECT_EQ(loading->state, SequenceState::WAITING_FOR_KV);
+  EXPECT_EQ(h.scheduler.next_admission(), nullptr);
+  EXPECT_FALSE(h.scheduler.idle_until_kv());  // one runs
+  EXPECT_EQ(h.step(), (Chunks{{1, 5, 1}}));   // the running one decodes; no one is admitted
+  EXPECT_EQ(behind->state, SequenceState::WAITING);
+  h.scheduler.remove(running);
+  EXPECT_TRUE(h.scheduler.idle_until_kv());
+  EXPECT_TRUE(h.step().empty());
+  h.scheduler.kv_ready(loading);
+  EXPECT_FALSE(h.scheduler.idle_until_kv());
+  EXPECT_EQ(h.scheduler.next_admission(), loading);
+  EXPECT_EQ(h.step(), (Chunks{{2, 0, 6}, {3, 0, 7}}));
+  EXPECT_EQ(loading->state, SequenceState::RUNNING);
+  EXPECT_EQ(behind->state, SequenceState::RUNNING);
+}
+
 }  // namespace
 }  // namespace trellis
