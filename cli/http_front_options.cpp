@@ -45,6 +45,10 @@ void HttpFrontOptions::add_to(CLI::App& cmd) {
       ->capture_default_str();
   cmd.add_option("--max-body", max_body, "Largest request body (B, KiB, MiB)")
       ->capture_default_str();
+  cmd.add_option("--max-request-memory", max_request_memory,
+                 "Memory the requests in flight may hold together, estimated from their bodies "
+                 "(4 bytes per body byte); beyond it, 503 before the body is read")
+      ->capture_default_str();
   cmd.add_option("--max-queue", max_queue, "Generation requests served at once; more get 429")
       ->capture_default_str();
   cmd.add_option("--max-connections", max_connections,
@@ -82,6 +86,13 @@ Result<ServerConfig> HttpFrontOptions::server_config() const {
   if (!body.ok()) return Error{"--max-body: " + body.error().message};
   if (*body < 1024) return Error{"--max-body must be at least 1KiB"};
   config.max_body_bytes = static_cast<size_t>(*body);
+  Result<int64_t> memory = parse_byte_size(max_request_memory);
+  if (!memory.ok()) return Error{"--max-request-memory: " + memory.error().message};
+  if (*memory < kRequestMemoryPerBodyByte * *body) {
+    return Error{"--max-request-memory must hold at least one largest body (" +
+                 std::to_string(kRequestMemoryPerBodyByte) + " x --max-body)"};
+  }
+  config.max_request_memory = *memory;
   if (max_queue < 1) return Error{"--max-queue must be at least 1"};
   config.max_concurrent_requests = max_queue;
   if (max_connections < 1) return Error{"--max-connections must be at least 1"};

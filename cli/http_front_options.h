@@ -19,6 +19,7 @@ struct HttpFrontOptions {
   std::string api_key_file;
   std::string cache_isolation = "none";
   std::string max_body = "4MiB";
+  std::string max_request_memory = "1GiB";
   int32_t max_queue = 256;
   int32_t max_connections = 1024;
   double request_timeout_s = 10;

@@ -1,7 +1,7 @@
 // `trellis route`: the cache-aware router, an OpenAI-compatible front that forwards each request
 // to one of several replicas (router/router_service.h). Replicas are given by URL (--replica), or
 // started here (--spawn N, with the serve flags that follow the router's own). Serves until
-// SIGINT or SIGTERM, then stops what it spawned.
+// SIGINT, SIGTERM or SIGHUP, then stops what it spawned.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -120,8 +120,8 @@ int run_route(RouteArgs& args, const std::vector<std::string>& extras) {
 }  // namespace
 
 void add_route_command(CLI::App& app, int& exit_code) {
-  CLI::App* cmd = app.add_subcommand(
-      "route", "Route OpenAI API requests over several replicas, cache-aware");
+  CLI::App* cmd =
+      app.add_subcommand("route", "Route OpenAI API requests over several replicas, cache-aware");
   auto args = std::make_shared<RouteArgs>();
   cmd->add_option("--replica", args->replicas, "A replica's URL, http://host:port (repeat)");
   cmd->add_option("--spawn", args->spawn,

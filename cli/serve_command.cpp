@@ -1,7 +1,7 @@
 // `trellis serve`: the OpenAI-compatible HTTP server on the engine. It checks its options, listens
-// (so /health can say "loading"), loads the model, then serves until SIGINT or SIGTERM, when it
-// cancels what still runs and exits 0. Any error before serving exits 1 with one line; a signal
-// during start-up exits at once.
+// (so /health can say "loading"), loads the model, then serves until SIGINT, SIGTERM or SIGHUP,
+// when it cancels what still runs and exits 0. Any error before serving exits 1 with one line; a
+// signal during start-up exits at once.
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -9,9 +9,9 @@
 #include "commands.h"
 #include "engine_options.h"
 #include "http_front_options.h"
-#include "signal_waiter.h"
 #include "kv/block_pool.h"
 #include "server/http_server.h"
+#include "signal_waiter.h"
 
 namespace trellis::cli {
 namespace {
@@ -93,7 +93,8 @@ int run_serve(ServeArgs& args) {
   waiter.serving();
   std::fprintf(stderr, "ready: model %s, context %d, %d threads, cache isolation %s%s\n",
                config->model_id.c_str(), engine->n_ctx(), engine->n_threads(),
-               args.front.cache_isolation.c_str(), config->api_keys.empty() ? "" : ", API key required");
+               args.front.cache_isolation.c_str(),
+               config->api_keys.empty() ? "" : ", API key required");
   // The chat page; an address that listens everywhere is opened through loopback.
   const bool any = config->host == "0.0.0.0" || config->host == "::" || config->host.empty();
   const std::string page_host = any ? "127.0.0.1"

@@ -12,6 +12,9 @@ sigset_t SignalWaiter::block_stop_signals() {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  // The terminal or SSH session that ran the process closed: stop as gracefully as for SIGTERM
+  // (streams end with their last events, the disk tier is written). There is nothing to reload.
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
   return signals;
@@ -56,7 +59,16 @@ int SignalWaiter::wait() {
 }
 
 const char* SignalWaiter::name(int signal) {
-  return signal == kFailed ? "the service stopped" : signal == SIGINT ? "SIGINT" : "SIGTERM";
+  switch (signal) {
+    case kFailed:
+      return "the service stopped";
+    case SIGINT:
+      return "SIGINT";
+    case SIGHUP:
+      return "SIGHUP";
+    default:
+      return "SIGTERM";
+  }
 }
 
 }  // namespace trellis::cli

@@ -1,13 +1,13 @@
-// Waits for SIGINT or SIGTERM (blocked in every thread) on its own thread: during start-up the
-// process exits at once; once serving, wait() returns and the caller shuts down gracefully.
+// Waits for SIGINT, SIGTERM or SIGHUP (blocked in every thread) on its own thread: during start-up
+// the process exits at once; once serving, wait() returns and the caller shuts down gracefully.
 //
 //   sigset_t signals = SignalWaiter::block_stop_signals();  // before any other thread starts
 //   SignalWaiter& waiter = SignalWaiter::start(signals);
 //   ... start up ...; waiter.serving(); int signal = waiter.wait();
 #pragma once
 
-#include <csignal>
 #include <condition_variable>
+#include <csignal>
 #include <mutex>
 #include <thread>
 
@@ -15,8 +15,9 @@ namespace trellis::cli {
 
 class SignalWaiter {
  public:
-  // Blocks SIGINT and SIGTERM in the calling thread (and the threads it starts later) and ignores
-  // SIGPIPE (a peer that left makes writes fail, not the process die); returns the blocked set.
+  // Blocks SIGINT, SIGTERM and SIGHUP in the calling thread (and the threads it starts later) and
+  // ignores SIGPIPE (a peer that left makes writes fail, not the process die); returns the blocked
+  // set.
   static sigset_t block_stop_signals();
   // The process's waiter (never freed: its detached thread lives as long as the process).
   static SignalWaiter& start(const sigset_t& signals);

@@ -5,7 +5,9 @@
 #include <chrono>
 #include <cstdio>
 #include <future>
+#include <limits>
 #include <optional>
+#include <utility>
 
 #include "engine/disk_prefix.h"
 #include "engine/local_executor.h"
@@ -71,10 +73,16 @@ bool RequestHandle::next_text(std::string& text) {
 }
 
 std::vector<Logprobs> RequestHandle::logprobs_from(size_t first) const {
+  return logprobs_range(first, std::numeric_limits<size_t>::max());
+}
+
+std::vector<Logprobs> RequestHandle::logprobs_range(size_t first, size_t count) const {
   std::lock_guard<std::mutex> lock(channel_->mutex);
   const std::vector<Logprobs>& all = channel_->logprobs;
   if (first >= all.size()) return {};
-  return std::vector<Logprobs>(all.begin() + static_cast<std::ptrdiff_t>(first), all.end());
+  const size_t last = first + std::min(count, all.size() - first);
+  return std::vector<Logprobs>(all.begin() + static_cast<std::ptrdiff_t>(first),
+                               all.begin() + static_cast<std::ptrdiff_t>(last));
 }
 
 const RequestOutput& RequestHandle::wait() {
@@ -104,7 +112,8 @@ struct Engine::Request : Sequence {
   std::optional<Sampler> sampler;
   std::optional<StopMatcher> stop;
   RequestEvents events;
-  std::string step_text;  // the text of the token being emitted; reused, sized at submission
+  std::string step_text;         // the text of the token being emitted; reused, sized at submission
+  int32_t n_tokens_unshown = 0;  // generated tokens whose text no on_text event has carried yet
   // Branches of a fork waiting for this request's prompt logits (then they share its blocks).
   std::vector<std::shared_ptr<Request>> branches;
   RequestOutput output;  // filled as it runs, handed to the channel at the end
@@ -433,6 +442,17 @@ Result<RequestHandle> Engine::submit(EngineRequest request, RequestEvents events
   return handle;
 }
 
+Result<RequestHandle> Engine::submit(EngineRequest request,
+                                     std::function<void(std::string_view)> on_text) {
+  RequestEvents events;
+  if (on_text) {
+    events.on_text = [on_text = std::move(on_text)](std::string_view text, int32_t) {
+      on_text(text);
+    };
+  }
+  return submit(std::move(request), std::move(events));
+}
+
 Result<RequestOutput> Engine::run(EngineRequest request,
                                   std::function<void(std::string_view)> on_text) {
   Result<RequestHandle> handle = submit(std::move(request), std::move(on_text));
@@ -454,8 +474,9 @@ Result<std::vector<RequestHandle>> Engine::fork(EngineRequest request, int32_t n
     branch.sampling.seed = derive_seed(seed, static_cast<uint64_t>(i));
     RequestEvents branch_events;
     if (events.on_text) {
-      branch_events.on_text = [on_text = events.on_text, i](std::string_view text) {
-        on_text(i, text);
+      branch_events.on_text = [on_text = events.on_text, i](std::string_view text,
+                                                            int32_t n_tokens) {
+        on_text(i, text, n_tokens);
       };
     }
     if (events.on_end) {
@@ -824,6 +845,7 @@ void Engine::sample_and_emit(Request& r, const float* logits) {
   if (!r.condition.is_stop_token(next)) {
     r.tokens.push_back(next);
     r.output.tokens.push_back(next);
+    ++r.n_tokens_unshown;
   }
   // The next step computes position size() - 1, which must lie inside the context.
   if (finished == FinishReason::NONE && r.size() > n_ctx_) {
@@ -832,7 +854,7 @@ void Engine::sample_and_emit(Request& r, const float* logits) {
   if (!text.empty()) {
     r.output.text += text;
     if (r.events.on_text) {
-      r.events.on_text(text);
+      r.events.on_text(text, std::exchange(r.n_tokens_unshown, 0));
     } else {
       std::lock_guard<std::mutex> lock(r.channel->mutex);
       r.channel->pending_text += text;

@@ -130,8 +130,12 @@ struct RequestOutput {
 // What a request tells its submitter as it runs. Both are called on the engine's thread (or, for
 // a request that never started, on the thread that stops the engine): keep them short.
 struct RequestEvents {
-  // Each piece of text as it is produced. Absent: pull the text with RequestHandle::next_text.
-  std::function<void(std::string_view text)> on_text;
+  // Each piece of text as it is produced, with the number of generated tokens it completes: the
+  // tokens sampled since the previous piece, stop tokens not counted (a token whose text is held
+  // back, an unfinished character or a possible stop string, counts with the piece that releases
+  // it). So the piece's tokens are the next `n_tokens` logprob entries. Absent: pull the text
+  // with RequestHandle::next_text.
+  std::function<void(std::string_view text, int32_t n_tokens)> on_text;
   // Once, when the request has ended, after its last text: its whole output (finish reason,
   // error, stats), the same that RequestHandle::wait returns from then on.
   std::function<void(const RequestOutput& output)> on_end;
@@ -139,7 +143,7 @@ struct RequestEvents {
 
 // The same for the branches of a fork, each event with its branch index.
 struct ForkEvents {
-  std::function<void(int32_t branch, std::string_view text)> on_text;
+  std::function<void(int32_t branch, std::string_view text, int32_t n_tokens)> on_text;
   std::function<void(int32_t branch, const RequestOutput& output)> on_end;
 };
 
@@ -173,6 +177,8 @@ class RequestHandle {
   // The logprobs of generated tokens `first` onwards that exist by now (logprobs >= 0): a token's
   // entry is there before its text is handed over.
   std::vector<Logprobs> logprobs_from(size_t first) const;
+  // Those of tokens [first, first + count) (fewer where they do not exist yet).
+  std::vector<Logprobs> logprobs_range(size_t first, size_t count) const;
   // Asks the engine to stop the request; its blocks are released within a step.
   void cancel();
   bool finished() const;
@@ -231,10 +237,9 @@ class Engine {
   // appends to them. What the caller asks for per token is the exception: return_logits keeps a
   // vector per token and return_prompt_logits one per prompt position.
   Result<RequestHandle> submit(EngineRequest request, RequestEvents events);
+  // The same with text events only, without their token counts.
   Result<RequestHandle> submit(EngineRequest request,
-                               std::function<void(std::string_view)> on_text = {}) {
-    return submit(std::move(request), RequestEvents{std::move(on_text), {}});
-  }
+                               std::function<void(std::string_view)> on_text = {});
   // Submits the request and waits for its end: its output, or an error when it cannot be
   // submitted or fails (finish reason ERROR). on_text as in submit.
   Result<RequestOutput> run(EngineRequest request,

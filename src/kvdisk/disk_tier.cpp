@@ -242,7 +242,8 @@ bool DiskTier::write_async(BlockRecord record) {
 
 void DiskTier::wait_idle() {
   std::unique_lock<std::mutex> lock(mutex_);
-  queue_changed_.wait(lock, [&] { return queue_.empty() && !writing_; });
+  // A refusing disk is not waited out: what is queued stays queued for the retries.
+  queue_changed_.wait(lock, [&] { return (queue_.empty() && !writing_) || failing_since_ > 0; });
 }
 
 void DiskTier::writer_loop() {
@@ -257,16 +258,37 @@ void DiskTier::writer_loop() {
     }
     // Readers may copy writing_record_ meanwhile (under the mutex): here it is only read.
     const BlockRecord& record = writing_record_;
-    const bool written = write_record(record);
+    const int error = write_record(record);
     std::vector<BlockKey> victims;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
-      queued_.erase(record.key);
-      if (written) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (error == 0) {
+        queued_.erase(record.key);
         index_locked(record.key, record.parent);
         evict_over_budget_locked(victims);
+        if (failing_since_ > 0) {
+          log_write_recovery_locked();
+          failing_since_ = 0;
+        }
       } else {
         ++stats_.n_write_errors;
+        if (failing_since_++ == 0) {
+          queue_changed_.notify_all();  // wait_idle() stops waiting on a refusing disk
+          log("cache dir " + config_.dir + ": cannot write a block (" + std::strerror(error) +
+              "); the tier keeps what waits in memory and tries again every " +
+              std::to_string(config_.write_retry.count()) + " ms");
+        }
+        if (!stopping_) {
+          // The same record first, after a pause: a full disk may get room again (an operator
+          // frees some, or this tier's own evictions). Meanwhile the queue fills up to
+          // max_pending_bytes and further blocks are dropped (counted), never waited for.
+          queue_.push_front(std::move(writing_record_));
+          writing_ = false;
+          writing_record_ = BlockRecord{};
+          queue_changed_.wait_for(lock, config_.write_retry, [&] { return stopping_; });
+          continue;
+        }
+        queued_.erase(record.key);  // stopping: given up
       }
       writing_ = false;
       writing_record_ = BlockRecord{};
@@ -277,27 +299,38 @@ void DiskTier::writer_loop() {
   }
 }
 
+void DiskTier::log_write_recovery_locked() {
+  log("cache dir " + config_.dir + ": blocks are written again (after " +
+      std::to_string(failing_since_) + " failed attempt(s))");
+}
+
 // tmp file, fsync, rename into blocks/, fsync blocks/: the rename makes the record visible only
 // once its bytes are durable, and the directory sync makes the rename itself durable.
-bool DiskTier::write_record(const BlockRecord& record) {
+int DiskTier::write_record(const BlockRecord& record) {
   const std::vector<uint8_t> bytes = encode_block_record(record, geometry_);
   const std::string name = block_key_hex(record.key) + ".blk";
   const std::string tmp = tmp_dir_ + "/" + name;
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return false;
-  bool ok = write_all(fd, bytes) && ::fdatasync(fd) == 0;
-  ok = (::close(fd) == 0) && ok;
-  ok = ok && ::rename(tmp.c_str(), (blocks_dir_ + "/" + name).c_str()) == 0;
-  ok = ok && ::fsync(blocks_dir_fd_) == 0;
-  if (!ok) {
+  if (fd < 0) return errno;
+  int error = 0;
+  auto check = [&error](bool ok) {
+    if (!ok && error == 0) error = errno != 0 ? errno : EIO;
+  };
+  errno = 0;
+  check(write_all(fd, bytes));
+  if (error == 0) check(::fdatasync(fd) == 0);
+  check(::close(fd) == 0);
+  if (error == 0) check(::rename(tmp.c_str(), (blocks_dir_ + "/" + name).c_str()) == 0);
+  if (error == 0) check(::fsync(blocks_dir_fd_) == 0);
+  if (error != 0) {
     std::error_code ec;
     fs::remove(tmp, ec);
-    return false;
+    return error;
   }
   std::lock_guard<std::mutex> lock(mutex_);
   ++stats_.n_blocks_written;
   stats_.n_bytes_written += static_cast<int64_t>(bytes.size());
-  return true;
+  return 0;
 }
 
 void DiskTier::index_locked(const BlockKey& key, const BlockKey& parent) {
@@ -431,7 +464,10 @@ DiskTier::ChainStep DiskTier::read_block(const BlockKey& key, const BlockKey& pa
                      std::equal(record->tokens.begin(), record->tokens.end(), block_tokens.begin(),
                                 block_tokens.end());
   if (valid) return ChainStep::READ;
-  if (!record.ok() && record.error().message == "missing") return ChainStep::MISSING;
+  if (!record.ok() && record.error().message == "missing") {
+    forget_missing(key);
+    return ChainStep::MISSING;
+  }
   log("cache dir " + config_.dir + ": dropped block " + block_key_hex(key).substr(0, 16) + ": " +
       (record.ok() ? std::string("its contents do not match its key") : record.error().message));
   std::vector<BlockKey> dropped;
@@ -443,6 +479,28 @@ DiskTier::ChainStep DiskTier::read_block(const BlockKey& key, const BlockKey& pa
   std::error_code ec;
   for (const BlockKey& k : dropped) fs::remove(block_path(k), ec);
   return ChainStep::DROPPED;
+}
+
+// An indexed block whose file is gone (deleted from outside; the tier's own evictions leave the
+// index first): it and its descendants leave the index, so that the counts are true and the
+// prefix can be written again. The check under the lock skips a block evicted meanwhile, or
+// written again since the failed open.
+void DiskTier::forget_missing(const BlockKey& key) {
+  std::vector<BlockKey> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::error_code ec;
+    if (!index_.contains(key) || fs::exists(block_path(key), ec)) return;
+    drop_locked(key, dropped);
+    stats_.n_missing_dropped += static_cast<int64_t>(dropped.size());
+    if (!missing_logged_) {
+      missing_logged_ = true;
+      log("cache dir " + config_.dir + ": block files were deleted from outside; the blocks " +
+          "whose files are gone leave the index as they are looked up (this is said once)");
+    }
+  }
+  std::error_code ec;
+  for (const BlockKey& k : dropped) fs::remove(block_path(k), ec);  // the descendants' files
 }
 
 int32_t DiskTier::walk_chain(const NamespaceDigest& ns, std::span<const TokenId> tokens,

@@ -27,6 +27,7 @@
 // Threads: one writer thread; every public function may be called from any thread.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -57,6 +58,9 @@ struct DiskTierConfig {
   // Records waiting for the writer beyond this many bytes are dropped, not waited for: the step
   // loop that hands them over never blocks on the disk.
   int64_t max_pending_bytes = int64_t{256} << 20;
+  // After a failed write (a full disk), the writer waits this long before it tries the same
+  // record again; the first failure of a run is logged, and the recovery.
+  std::chrono::milliseconds write_retry{2000};
   // One line per notable event (a foreign tier ignored, a corrupt record dropped); default stderr.
   std::function<void(const std::string&)> log;
 };
@@ -74,7 +78,8 @@ struct DiskTierStats {
   int64_t n_writes_dropped = 0;       // the queue was full
   int64_t n_blocks_evicted = 0;       // over the budget
   int64_t n_corrupt_dropped = 0;      // failed verification (at open or when read)
-  int64_t n_write_errors = 0;         // the disk refused a write (full, permissions)
+  int64_t n_missing_dropped = 0;      // indexed, but the file was deleted from outside
+  int64_t n_write_errors = 0;         // write attempts the disk refused (full, permissions)
   double read_ms = 0;                 // time spent in read_chain, in total
 };
 
@@ -97,7 +102,8 @@ class DiskTier {
   // Queues a record for the writer. False (dropped) when it is indexed or queued already, or the
   // queue is full. Never waits on I/O. Precondition: the record matches geometry().
   bool write_async(BlockRecord record);
-  // Blocks until every queued record is written (or failed).
+  // Blocks until every queued record is written, or the disk refuses writes (then they wait for
+  // the writer's retries).
   void wait_idle();
 
   // The most tokens k (1 <= k < block size, k <= tokens.size()) such that the partial block
@@ -141,8 +147,11 @@ class DiskTier {
   void load_index();
   void prune_orphans();
   void writer_loop();
-  // Writes one record durably; false on an I/O error (then nothing is indexed).
-  bool write_record(const BlockRecord& record);
+  // Writes one record durably: 0, or the errno of the step that failed (then nothing is
+  // indexed and no file is left).
+  int write_record(const BlockRecord& record);
+  void log_write_recovery_locked();
+  void forget_missing(const BlockKey& key);
   // Adds a durable record to the index and evicts over the budget (under mutex_).
   void index_locked(const BlockKey& key, const BlockKey& parent);
   void evict_over_budget_locked(std::vector<BlockKey>& victims);
@@ -199,6 +208,8 @@ class DiskTier {
   bool writing_ = false;  // the writer holds writing_record_ outside the queue
   BlockRecord writing_record_;
   bool stopping_ = false;
+  int64_t failing_since_ = 0;    // consecutive failed writes (0: the last write succeeded)
+  bool missing_logged_ = false;  // files deleted from outside were reported
   DiskTierStats stats_;
   std::thread writer_;  // last: started once everything above exists
 };

@@ -42,4 +42,9 @@ bool ClientPresence::computing_whole_response() const {
   return cancel_ != nullptr && !streaming_;
 }
 
+bool ClientPresence::streaming_response() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cancel_ != nullptr && streaming_;
+}
+
 }  // namespace trellis

@@ -21,6 +21,8 @@ class ClientPresence {
   bool gone() const;
   // A whole (non-stream) response is being computed for a registered request.
   bool computing_whole_response() const;
+  // An event stream is being written (or is still queued) for a registered request.
+  bool streaming_response() const;
 
  private:
   mutable std::mutex mutex_;

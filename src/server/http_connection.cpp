@@ -12,6 +12,8 @@ namespace {
 constexpr auto kProbeInterval = std::chrono::milliseconds(250);
 constexpr size_t kWatchReadBytes = 4096;
 constexpr std::string_view kLastChunk = "0\r\n\r\n";
+// An event-stream comment (ignored by clients) written to learn whether a client is still there.
+constexpr std::string_view kProbeComment = ":\n\n";
 
 std::string reason(int status) {
   const auto text = http::obsolete_reason(static_cast<http::status>(status));
@@ -36,8 +38,42 @@ std::string response_head(int status, std::string_view content_type, bool keep_a
   return head;
 }
 
-std::string whole_response(const HttpResponse& r, bool keep_alive) {
-  return response_head(r.status, r.content_type, keep_alive, r.body.size(), r.headers) + r.body;
+// `head_only`: the answer to a HEAD request, the headers a GET would get without the body.
+std::string whole_response(const HttpResponse& r, bool keep_alive, bool head_only) {
+  std::string out = response_head(r.status, r.content_type, keep_alive, r.body.size(), r.headers);
+  if (!head_only) out += r.body;
+  return out;
+}
+
+// The path of a request target: origin form ("/v1/models?x") or absolute form
+// ("http://host:8080/v1/models?x", which HTTP/1.1 servers must accept); without the query.
+std::string target_path(std::string_view target) {
+  const size_t scheme_end = target.find("://");
+  if (!target.empty() && target.front() != '/' && scheme_end != std::string_view::npos) {
+    const size_t path_start = target.find('/', scheme_end + 3);
+    target =
+        path_start == std::string_view::npos ? std::string_view("/") : target.substr(path_start);
+  }
+  return std::string(target.substr(0, target.find_first_of("?#")));
+}
+
+// The transfer codings of a request body other than `chunked` (the only one the server decodes),
+// as the client listed them; empty when there are none.
+std::string unsupported_transfer_codings(std::string_view header) {
+  std::string unsupported;
+  while (!header.empty()) {
+    const size_t comma = header.find(',');
+    std::string_view coding = header.substr(0, comma);
+    header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
+    while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t'))
+      coding.remove_prefix(1);
+    while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t'))
+      coding.remove_suffix(1);
+    if (coding.empty() || beast::iequals(coding, "chunked")) continue;
+    if (!unsupported.empty()) unsupported += ", ";
+    unsupported += coding;
+  }
+  return unsupported;
 }
 
 // One chunk of a chunked body; `data` must not be empty (an empty chunk ends the body).
@@ -64,6 +100,12 @@ HttpConnection::HttpConnection(net::ip::tcp::socket socket, const ServerConfig& 
       handler_(handler),
       buffer_(config.max_header_bytes + config.max_body_bytes + kWatchReadBytes),
       timer_(stream_.get_executor()) {}
+
+// The last owner may be a worker that served the request after the client left: the memory
+// budget is given back once nothing of the request is held any more.
+HttpConnection::~HttpConnection() {
+  release_reservation();
+}
 
 void HttpConnection::start() {
   beast::error_code ec;
@@ -112,17 +154,42 @@ void HttpConnection::on_header(beast::error_code ec) {
                                     std::to_string(config_.max_header_count) + ")");
   }
   request_.method = header.method();
-  const std::string_view target(header.target().data(), header.target().size());
-  request_.path = std::string(target.substr(0, target.find('?')));
+  head_only_ = request_.method == http::verb::head;
+  request_.path = target_path(std::string_view(header.target().data(), header.target().size()));
   const auto auth = header[http::field::authorization];
   request_.authorization = std::string(auth.data(), auth.size());
   keep_alive_ = header.keep_alive();
+  const auto coding = header[http::field::transfer_encoding];
+  if (const std::string unsupported =
+          unsupported_transfer_codings(std::string_view(coding.data(), coding.size()));
+      !unsupported.empty()) {
+    return reply_and_close(501, "the server does not decode the transfer coding `" + unsupported +
+                                    "` (send the body plain or chunked)");
+  }
   if (std::optional<HttpResponse> refused = handler_.check_headers(request_)) {
     keep_alive_ = false;  // the body stays unread: this connection cannot carry another request
     return reply(std::move(*refused));
   }
-  if (beast::iequals(header[http::field::expect], "100-continue")) {
-    queue(Piece{"HTTP/1.1 100 Continue\r\n\r\n", false, nullptr});
+  // The body and what serving it takes, estimated before any of it is read; a chunked body
+  // may grow to the limit.
+  const uint64_t body_bytes =
+      parser_->chunked() ? config_.max_body_bytes : parser_->content_length().value_or(0);
+  const auto reservation = static_cast<int64_t>(body_bytes) * kRequestMemoryPerBodyByte;
+  if (reservation > 0) {
+    if (!handler_.reserve_memory(reservation)) {
+      return reply_and_close(503,
+                             "the server holds as much request memory as it may "
+                             "(--max-request-memory); retry later");
+    }
+    reserved_bytes_ = reservation;
+  }
+  if (header.find(http::field::expect) != header.end()) {
+    const auto expect = header[http::field::expect];
+    if (!beast::iequals(expect, "100-continue")) {
+      return reply_and_close(417, "the server meets no expectation but `100-continue` (got `" +
+                                      std::string(expect.data(), expect.size()) + "`)");
+    }
+    queue(Piece{"HTTP/1.1 100 Continue\r\n\r\n", false, nullptr, /*interim=*/true});
   }
   http::async_read(
       stream_, buffer_, *parser_,
@@ -162,7 +229,7 @@ void HttpConnection::reply_and_close(int status, const std::string& message) {
 
 void HttpConnection::reply(HttpResponse response) {
   if (closed_) return;
-  queue(Piece{whole_response(response, keep_alive_), true, nullptr});
+  queue(Piece{whole_response(response, keep_alive_, head_only_), true, nullptr});
 }
 
 std::shared_ptr<ClientPresence> HttpConnection::serve_elsewhere() {
@@ -200,8 +267,10 @@ void HttpConnection::on_watch(beast::error_code ec, size_t n) {
   if (!ec && serving_elsewhere_) watch();
 }
 
-// After an end of stream while a whole response is computed: write to learn whether the client
-// still reads (half-closed) or has gone (the write fails, the request is cancelled).
+// After an end of stream while a response is computed: write to learn whether the client still
+// reads (half-closed) or has gone (the write fails, the request is cancelled). A whole response
+// gets a space (JSON allows leading whitespace), an event stream a comment line; either way a
+// request still queued in the engine is cancelled within two probes of its client leaving.
 void HttpConnection::probe() {
   if (closed_ || !serving_elsewhere_) return;
   if (presence_->computing_whole_response()) {
@@ -212,6 +281,10 @@ void HttpConnection::probe() {
       keep_alive_ = false;
     }
     bytes += chunk(" ");
+    queue(Piece{std::move(bytes), false, nullptr});
+  } else if (presence_->streaming_response()) {
+    std::string bytes = head_sent_ ? std::string() : stream_head();
+    bytes += chunk(kProbeComment);
     queue(Piece{std::move(bytes), false, nullptr});
   }
   timer_.expires_after(kProbeInterval);
@@ -229,7 +302,10 @@ void HttpConnection::finish_elsewhere(HttpResponse response) {
 void HttpConnection::deliver(HttpResponse response) {
   if (closed_) return;
   if (!head_sent_) return reply(std::move(response));
-  // The head went out with the probes: the body follows as the last chunks.
+  // The head went out with the probes: the body follows as the last chunks; after an event
+  // stream's head (a stream that ended up answering with an error), as one event.
+  if (stream_head_sent_ && !response.body.empty())
+    response.body = "data: " + response.body + "\n\ndata: [DONE]\n\n";
   std::string bytes = response.body.empty() ? std::string() : chunk(response.body);
   bytes += kLastChunk;
   queue(Piece{std::move(bytes), true, nullptr});
@@ -237,6 +313,7 @@ void HttpConnection::deliver(HttpResponse response) {
 
 std::string HttpConnection::stream_head() {
   head_sent_ = true;
+  stream_head_sent_ = true;
   return response_head(200, "text/event-stream", keep_alive_, std::nullopt);
 }
 
@@ -275,24 +352,33 @@ void HttpConnection::queue(Piece piece) {
 void HttpConnection::write_next() {
   if (outbox_.empty() || closed_) return;
   writing_ = true;
-  // A client that stops reading holds the write no longer than write_timeout.
-  stream_.expires_after(config_.write_timeout);
+  // A client that stops reading holds the write no longer than write_timeout; an interim
+  // response goes out within the deadline of the request being read.
+  const bool interim = outbox_.front().interim;
+  if (!interim) stream_.expires_after(config_.write_timeout);
   net::async_write(stream_, net::buffer(outbox_.front().bytes),
-                   [self = shared_from_this()](beast::error_code ec, size_t) {
+                   [self = shared_from_this(), interim](beast::error_code ec, size_t) {
                      self->writing_ = false;
                      Piece piece = std::move(self->outbox_.front());
                      self->outbox_.pop_front();
                      if (piece.written) piece.written(!ec);
                      if (ec) return self->close();
-                     self->stream_.expires_never();
+                     if (!interim) self->stream_.expires_never();
                      if (piece.ends_response) self->after_response();
                      if (!self->writing_) self->write_next();
                    });
 }
 
+void HttpConnection::release_reservation() {
+  if (reserved_bytes_ > 0) handler_.release_memory(reserved_bytes_);
+  reserved_bytes_ = 0;
+}
+
 void HttpConnection::after_response() {
+  release_reservation();
   serving_elsewhere_ = false;
   head_sent_ = false;
+  stream_head_sent_ = false;
   presence_.reset();
   timer_.cancel();
   if (closed_) return;

@@ -8,7 +8,8 @@
 // a reset cancels the request through its ClientPresence; an end of stream may be a client that
 // half-closed after sending its request, or one that left, which only writing tells apart, so a
 // whole response still being computed gets its head (200, chunked) and then a space every
-// kProbeInterval (JSON allows leading whitespace) until it is ready or a write fails.
+// kProbeInterval (JSON allows leading whitespace) until it is ready or a write fails; an event
+// stream, even one whose request is still queued, gets a comment line instead.
 #pragma once
 
 #include <boost/asio.hpp>
@@ -32,7 +33,9 @@ namespace http = beast::http;
 
 struct HttpRequest {
   http::verb method = http::verb::unknown;
-  std::string path;  // the target without its query string
+  // The target's path, without its query string; an absolute-form target
+  // (`GET http://host/v1/models`) is reduced to its path.
+  std::string path;
   std::string authorization;
   std::string body;  // empty until the body is read
 };
@@ -57,12 +60,20 @@ class HttpRequestHandler {
   // connection.serve_elsewhere().
   virtual void handle(const std::shared_ptr<HttpConnection>& connection, HttpRequest request) = 0;
   virtual void closed(HttpConnection* connection) = 0;
+  // Reserves `bytes` of the memory budget for a request about to be read (false: refused), on
+  // the I/O thread; release_memory() gives them back, from any thread, once its response is out
+  // or nothing holds the connection any more.
+  virtual bool reserve_memory(int64_t bytes) = 0;
+  virtual void release_memory(int64_t bytes) = 0;
 };
 
 class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
  public:
   HttpConnection(net::ip::tcp::socket socket, const ServerConfig& config,
                  HttpRequestHandler& handler);
+  ~HttpConnection();
+  HttpConnection(const HttpConnection&) = delete;
+  HttpConnection& operator=(const HttpConnection&) = delete;
 
   // I/O thread.
   void start();
@@ -84,6 +95,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     std::string bytes;
     bool ends_response = false;
     std::function<void(bool)> written;  // called with whether the write succeeded
+    // Written while the request is still being read (100 Continue): the request's deadline,
+    // which covers this write, stays as it is.
+    bool interim = false;
   };
 
   void wait_for_request();
@@ -99,6 +113,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void queue(Piece piece);
   void write_next();
   void after_response();
+  void release_reservation();
   std::string stream_head();
 
   beast::tcp_stream stream_;
@@ -110,9 +125,12 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   net::steady_timer timer_;  // the keep-alive wait, then the probes of a request served elsewhere
   std::deque<Piece> outbox_;
   std::shared_ptr<ClientPresence> presence_;
+  int64_t reserved_bytes_ = 0;  // of the handler's memory budget, for the request being served
   bool keep_alive_ = true;
+  bool head_only_ = false;  // the request being answered is a HEAD: its response has no body
   bool serving_elsewhere_ = false;
-  bool head_sent_ = false;  // of the response being written
+  bool head_sent_ = false;         // of the response being written
+  bool stream_head_sent_ = false;  // ... and it is an event stream's
   bool watching_ = false;
   bool resume_after_watch_ = false;
   bool peer_eof_ = false;

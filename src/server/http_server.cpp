@@ -29,6 +29,13 @@ constexpr auto kAcceptRetry = std::chrono::milliseconds(50);
 // (the page asks for one when the API wants it), served by the transport itself.
 constexpr ApiEndpoint kChatPage{ApiMethod::GET, "", -1, false, false, false};
 
+// Whether a request with `method` is served by an endpoint declared with `declared`: HEAD is
+// served wherever GET is (the same headers, no body), as HTTP requires.
+bool method_serves(ApiMethod declared, http::verb method) {
+  if (declared == ApiMethod::POST) return method == http::verb::post;
+  return method == http::verb::get || method == http::verb::head;
+}
+
 HttpResponse to_http(const ApiResponse& api) {
   return HttpResponse{api.status, api.content_type, api.body};
 }
@@ -52,11 +59,21 @@ class HttpServer::Transport : public HttpRequestHandler {
   std::optional<HttpResponse> check_headers(const HttpRequest& request) override;
   void handle(const std::shared_ptr<HttpConnection>& connection, HttpRequest request) override;
   void closed(HttpConnection* connection) override { connections_.erase(connection); }
+  bool reserve_memory(int64_t bytes) override {
+    int64_t held = reserved_bytes_.load();
+    do {
+      if (held + bytes > server_.config_.max_request_memory) return false;
+    } while (!reserved_bytes_.compare_exchange_weak(held, held + bytes));
+    return true;
+  }
+  void release_memory(int64_t bytes) override { reserved_bytes_ -= bytes; }
 
  private:
   void accept();
   void on_accept(beast::error_code ec, net::ip::tcp::socket socket);
-  const ApiEndpoint* find_endpoint(const HttpRequest& request, bool& path_known) const;
+  // The endpoint serving `request`; nullptr with `allowed` listing the methods the path has
+  // ("GET, HEAD", "POST"), empty for an unknown path.
+  const ApiEndpoint* find_endpoint(const HttpRequest& request, std::string& allowed) const;
   void serve_elsewhere(const std::shared_ptr<HttpConnection>& connection,
                        const ApiEndpoint& endpoint, HttpRequest request);
   // Runs `function` on the I/O thread and returns its result (the I/O thread must be running).
@@ -77,6 +94,9 @@ class HttpServer::Transport : public HttpRequestHandler {
   }
 
   HttpServer& server_;
+  // Of config.max_request_memory, by the requests in flight. Declared before io_: connections
+  // that io_'s pending handlers still own give their share back when io_ is destroyed.
+  std::atomic<int64_t> reserved_bytes_{0};
   net::io_context io_{1};
   net::ip::tcp::acceptor acceptor_;
   std::optional<net::executor_work_guard<net::io_context::executor_type>> keep_running_;
@@ -179,29 +199,36 @@ void HttpServer::Transport::shutdown() {
 }
 
 const ApiEndpoint* HttpServer::Transport::find_endpoint(const HttpRequest& request,
-                                                         bool& path_known) const {
-  path_known = false;
+                                                        std::string& allowed) const {
+  allowed.clear();
+  auto allow = [&allowed](ApiMethod method) {
+    const char* names = method == ApiMethod::GET ? "GET, HEAD" : "POST";
+    if (allowed.find(names) != std::string::npos) return;
+    if (!allowed.empty()) allowed += ", ";
+    allowed += names;
+  };
   if (server_.config_.chat_page && find_static_file(request.path)) {
-    path_known = true;
-    if (request.method == http::verb::get) return &kChatPage;
+    if (method_serves(ApiMethod::GET, request.method)) return &kChatPage;
+    allow(ApiMethod::GET);
   }
   for (const ApiEndpoint& endpoint : server_.endpoints_) {
     if (endpoint.path != request.path) continue;
-    path_known = true;
-    const http::verb method =
-        endpoint.method == ApiMethod::GET ? http::verb::get : http::verb::post;
-    if (method == request.method) return &endpoint;
+    if (method_serves(endpoint.method, request.method)) return &endpoint;
+    allow(endpoint.method);
   }
   return nullptr;
 }
 
 std::optional<HttpResponse> HttpServer::Transport::check_headers(const HttpRequest& request) {
-  bool path_known = false;
-  const ApiEndpoint* endpoint = find_endpoint(request, path_known);
+  std::string allowed;
+  const ApiEndpoint* endpoint = find_endpoint(request, allowed);
   if (!endpoint) {
-    if (path_known) {
-      return error_response(ApiError{405, "method not allowed on " + request.path,
-                                     ApiErrorType::INVALID_REQUEST, std::nullopt, std::nullopt});
+    if (!allowed.empty()) {
+      HttpResponse refused = error_response(
+          ApiError{405, "method not allowed on " + request.path + " (allowed: " + allowed + ")",
+                   ApiErrorType::INVALID_REQUEST, std::nullopt, std::nullopt});
+      refused.headers = "Allow: " + allowed + "\r\n";
+      return refused;
     }
     return error_response(not_found_error(
         "no route " + std::string(http::to_string(request.method)) + " " + request.path));
@@ -229,8 +256,8 @@ std::optional<HttpResponse> HttpServer::Transport::check_headers(const HttpReque
 
 void HttpServer::Transport::handle(const std::shared_ptr<HttpConnection>& connection,
                                    HttpRequest request) {
-  bool path_known = false;
-  const ApiEndpoint& endpoint = *find_endpoint(request, path_known);  // check_headers admitted it
+  std::string allowed;
+  const ApiEndpoint& endpoint = *find_endpoint(request, allowed);  // check_headers admitted it
   if (&endpoint == &kChatPage) {
     const StaticFile file = *find_static_file(request.path);
     return connection->reply(HttpResponse{200, std::string(file.content_type),
@@ -240,8 +267,7 @@ void HttpServer::Transport::handle(const std::shared_ptr<HttpConnection>& connec
   if (!server_.ready_) {
     // Only the open endpoints get here before the API is set.
     if (request.path == "/health") {
-      return connection->reply(
-          HttpResponse{503, "application/json", R"({"status":"loading"})"});
+      return connection->reply(HttpResponse{503, "application/json", R"({"status":"loading"})"});
     }
     return connection->reply(error_response(server_error("the model is still loading", 503)));
   }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <utility>
 
 namespace trellis {
@@ -226,23 +227,80 @@ std::vector<std::string> read_stop(FieldReader& reader, const json& body,
   return stop;
 }
 
+// A request field that would change what the client gets and that the server does not implement:
+// accepting it silently would answer another question, so it is refused by name unless its value
+// asks for nothing (`harmless`).
+struct UnimplementedField {
+  const char* name;
+  const char* what_it_asks;  // completes "<name> (...) is not supported"
+  bool (*harmless)(const json& value, const json& body);
+};
+
+bool is_empty(const json& value, const json&) {
+  return value.empty() || (value.is_string() && value.get_ref<const std::string&>().empty());
+}
+bool is_plain_text_format(const json& value, const json&) {
+  return value.is_object() && value.size() == 1 && value.value("type", "") == "text";
+}
+bool asks_for_no_call(const json& value, const json&) {
+  return value.is_string() && (value == "none" || value == "auto");
+}
+bool never_harmless(const json&, const json&) {
+  return false;
+}
+// best_of equal to n (1 when n is absent) returns every sequence generated: what n alone does.
+bool best_of_equals_n(const json& value, const json& body) {
+  const json n = body.value("n", json(1));
+  return value.is_number_integer() && n.is_number_integer() && value == n;
+}
+
+constexpr UnimplementedField kSharedUnimplemented[] = {
+    {"logit_bias", "biasing token logits", is_empty},
+    {"response_format", "structured output; only {\"type\": \"text\"} is served",
+     is_plain_text_format},
+    {"tools", "tool calls", is_empty},
+    {"tool_choice", "forcing a tool call", asks_for_no_call},
+    {"functions", "function calls, the older form of tools", is_empty},
+    {"function_call", "forcing a function call", asks_for_no_call},
+    {"grammar", "grammar-constrained output", never_harmless},
+    {"guided_json", "JSON-schema-constrained output", never_harmless},
+    {"guided_regex", "regex-constrained output", never_harmless},
+    {"guided_choice", "choice-constrained output", never_harmless},
+    {"guided_grammar", "grammar-constrained output", never_harmless},
+    {"json_schema", "JSON-schema-constrained output", never_harmless},
+    {"regex", "regex-constrained output", never_harmless},
+};
+constexpr UnimplementedField kCompletionUnimplemented[] = {
+    {"best_of", "ranking more sequences than are returned; best_of equal to n is served",
+     best_of_equals_n},
+    {"suffix", "text inserted after the completion", is_empty},
+};
+
+void refuse_unimplemented(FieldReader& reader, const json& body,
+                          std::span<const UnimplementedField> fields) {
+  for (const UnimplementedField& field : fields) {
+    const json* value = reader.find(body, field.name);
+    if (value == nullptr || field.harmless(*value, body)) continue;
+    reader.fail(std::string(field.name) + " (" + field.what_it_asks + ") is not supported",
+                field.name);
+  }
+}
+
 // The fields both endpoints share. Request is CompletionRequest or ChatCompletionRequest.
 template <typename Request>
 void read_shared_fields(FieldReader& reader, const json& body, const ProtocolLimits& limits,
                         Request& request) {
   request.model = reader.string(body, "model").value_or("");
-  // Accepting logit_bias without applying it would silently change what the client asked for.
-  if (const json* bias = reader.find(body, "logit_bias"); bias != nullptr && !bias->empty()) {
-    reader.fail("logit_bias is not supported", "logit_bias");
-  }
+  refuse_unimplemented(reader, body, kSharedUnimplemented);
   request.sampling = read_sampling(reader, body);
   request.stop = read_stop(reader, body, limits);
   request.n = static_cast<int32_t>(reader.integer(body, "n", 1, limits.max_n).value_or(1));
   request.stream = reader.boolean(body, "stream").value_or(false);
-  // Honoured only when streaming; accepted (and ignored) otherwise, as OpenAI clients may send it
-  // regardless.
   if (const json* options = reader.find(body, "stream_options")) {
-    if (options->is_object()) {
+    if (!request.stream && !reader.failed()) {
+      // As OpenAI answers: the options would be silently void on a whole response.
+      reader.fail("stream_options is only allowed when stream is true", "stream_options");
+    } else if (options->is_object()) {
       request.include_usage =
           reader.boolean(*options, "include_usage", "stream_options.include_usage").value_or(false);
     } else {
@@ -437,6 +495,7 @@ ApiResult<CompletionRequest> parse_completion_request(std::string_view body_text
     request.max_tokens = static_cast<int32_t>(*max_tokens);
   }
   read_shared_fields(reader, *body, limits, request);
+  refuse_unimplemented(reader, *body, kCompletionUnimplemented);
   if (auto logprobs = reader.integer(*body, "logprobs", 0, limits.max_top_logprobs)) {
     request.logprobs = static_cast<int32_t>(*logprobs);
   }

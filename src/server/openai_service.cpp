@@ -85,9 +85,15 @@ class OpenAiService::Stream {
  public:
   explicit Stream(int32_t n_choices) : n_running_(n_choices) {}
 
-  void push(int32_t index, std::string_view text) {
+  struct Piece {
+    int32_t index = 0;  // the choice
+    std::string text;
+    int32_t n_tokens = 0;  // the generated tokens whose text it completes
+  };
+
+  void push(int32_t index, std::string_view text, int32_t n_tokens) {
     std::lock_guard<std::mutex> lock(mutex_);
-    pieces_.emplace_back(index, std::string(text));
+    pieces_.push_back(Piece{index, std::string(text), n_tokens});
     changed_.notify_all();
   }
   // A choice's request ended; the engine has pushed all of its text before.
@@ -98,7 +104,7 @@ class OpenAiService::Stream {
   }
 
   struct Taken {
-    std::deque<std::pair<int32_t, std::string>> pieces;
+    std::deque<Piece> pieces;
     bool all_ended = false;  // nothing more will come
   };
   // Waits until there are pieces or every choice has ended, at most `timeout`; takes the pieces.
@@ -114,7 +120,7 @@ class OpenAiService::Stream {
  private:
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::deque<std::pair<int32_t, std::string>> pieces_;
+  std::deque<Piece> pieces_;
   int32_t n_running_;
 };
 
@@ -224,6 +230,8 @@ ApiResult<OpenAiService::Generation> OpenAiService::prepare_completion(std::stri
     return not_found_error(model.error().message, "model_not_found");
   std::vector<TokenId> prompt;
   if (const auto* text = std::get_if<std::string>(&req.prompt)) {
+    if (std::optional<ApiError> refused = refuse_oversized_text(text->size(), "prompt"))
+      return *refused;
     prompt = engine_.tokenizer().encode(*text, /*add_special=*/true, /*parse_special=*/true);
     if (prompt.empty()) return invalid_request_error("the prompt has no tokens", "prompt");
   } else {
@@ -232,8 +240,25 @@ ApiResult<OpenAiService::Generation> OpenAiService::prepare_completion(std::stri
   return make_generation(req, std::move(prompt), req.logprobs, kDefaultCompletionTokens, api_key);
 }
 
+std::optional<ApiError> OpenAiService::refuse_oversized_text(size_t n_bytes,
+                                                             const char* param) const {
+  const size_t per_token = engine_.tokenizer().max_text_bytes_per_token();
+  const auto n_ctx = static_cast<size_t>(engine_.n_ctx());
+  if (n_bytes <= n_ctx * per_token) return std::nullopt;
+  return invalid_request_error("This model's maximum context length is " + std::to_string(n_ctx) +
+                                   " tokens, but the text of `" + std::string(param) + "` is " +
+                                   std::to_string(n_bytes) + " bytes long, at least " +
+                                   std::to_string((n_bytes + per_token - 1) / per_token) +
+                                   " tokens (no token of this model stands for more than " +
+                                   std::to_string(per_token) + " bytes)",
+                               param);
+}
+
 ApiResult<std::vector<TokenId>> OpenAiService::render_chat_prompt(
     const ChatCompletionRequest& req) const {
+  size_t n_bytes = 0;
+  for (const ChatRequestMessage& m : req.messages) n_bytes += m.content.size();
+  if (std::optional<ApiError> refused = refuse_oversized_text(n_bytes, "messages")) return *refused;
   std::vector<ChatMessage> messages;
   for (const ChatRequestMessage& m : req.messages) messages.push_back({m.role, m.content});
   // Content is tokenized as plain text: only the template writes control tokens.
@@ -302,7 +327,9 @@ ApiResult<std::vector<RequestHandle>> OpenAiService::start(Generation& g, ForkEv
     if (g.n > 1) return engine_.fork(g.request, g.n, std::move(events));
     RequestEvents one;
     if (events.on_text) {
-      one.on_text = [on_text = events.on_text](std::string_view piece) { on_text(0, piece); };
+      one.on_text = [on_text = events.on_text](std::string_view piece, int32_t n_tokens) {
+        on_text(0, piece, n_tokens);
+      };
     }
     if (events.on_end) {
       one.on_end = [on_end = events.on_end](const RequestOutput& out) { on_end(0, out); };
@@ -380,7 +407,9 @@ ApiResponse OpenAiService::run_stream(std::shared_ptr<Generation> g, std::shared
                                       std::shared_ptr<ClientPresence> client) {
   auto pieces = std::make_shared<Stream>(g->n);
   ForkEvents events;
-  events.on_text = [pieces](int32_t index, std::string_view text) { pieces->push(index, text); };
+  events.on_text = [pieces](int32_t index, std::string_view text, int32_t n_tokens) {
+    pieces->push(index, text, n_tokens);
+  };
   events.on_end = [pieces](int32_t, const RequestOutput&) { pieces->end(); };
   ApiResult<std::vector<RequestHandle>> started = start(*g, std::move(events));
   if (!started.ok()) return error_response(started.error());
@@ -399,13 +428,16 @@ ApiResponse OpenAiService::run_stream(std::shared_ptr<Generation> g, std::shared
       for (int32_t i = 0; i < g->n; ++i) send(sse_data(chat_role_chunk_json(g->header, i)));
     }
     std::vector<int64_t> offsets(handles.size(), 0);
-    // Each chunk carries the logprobs of the tokens sampled since the previous one (a token's
-    // entry exists before its text is handed over; text held back by a stop string follows later).
+    // Each chunk carries the logprobs of exactly the tokens whose text it carries (a token whose
+    // text was held back, an unfinished character or a possible stop string, goes with the chunk
+    // that releases it; a token's entry exists before its text is handed over). The last chunk
+    // carries those of tokens whose text no chunk shows (swallowed by a stop string).
     std::vector<size_t> logprobs_sent(handles.size(), 0);
-    auto new_logprobs = [&](int32_t index) -> std::optional<std::vector<LogprobEntry>> {
+    auto next_logprobs = [&](int32_t index,
+                             size_t count) -> std::optional<std::vector<LogprobEntry>> {
       if (!g->top_logprobs) return std::nullopt;
       const auto i = static_cast<size_t>(index);
-      const std::vector<Logprobs> fresh = handles[i].logprobs_from(logprobs_sent[i]);
+      const std::vector<Logprobs> fresh = handles[i].logprobs_range(logprobs_sent[i], count);
       logprobs_sent[i] += fresh.size();
       return logprob_entries(fresh);
     };
@@ -414,13 +446,13 @@ ApiResponse OpenAiService::run_stream(std::shared_ptr<Generation> g, std::shared
     Clock::time_point last_write = Clock::now();
     while (connected) {
       Stream::Taken taken = pieces->take(last_write + kKeepAlive - Clock::now());
-      for (auto& [index, text] : taken.pieces) {
+      for (Stream::Piece& piece : taken.pieces) {
         ChoiceResult choice;
-        choice.index = index;
-        choice.text = std::move(text);
-        choice.text_offset = offsets[static_cast<size_t>(index)];
-        offsets[static_cast<size_t>(index)] += static_cast<int64_t>(choice.text.size());
-        choice.logprobs = new_logprobs(index);
+        choice.index = piece.index;
+        choice.text = std::move(piece.text);
+        choice.text_offset = offsets[static_cast<size_t>(piece.index)];
+        offsets[static_cast<size_t>(piece.index)] += static_cast<int64_t>(choice.text.size());
+        choice.logprobs = next_logprobs(piece.index, static_cast<size_t>(piece.n_tokens));
         send(sse_data(g->chat ? chat_chunk_json(g->header, choice)
                               : completion_chunk_json(g->header, choice)));
         last_write = Clock::now();
@@ -451,7 +483,7 @@ ApiResponse OpenAiService::run_stream(std::shared_ptr<Generation> g, std::shared
       last.finish_reason = out.finish_reason;
       last.text_offset = offsets[i];
       if (g->top_logprobs && logprobs_sent[i] < out.logprobs.size())
-        last.logprobs = new_logprobs(last.index);
+        last.logprobs = next_logprobs(last.index, out.logprobs.size() - logprobs_sent[i]);
       send(sse_data(g->chat ? chat_chunk_json(g->header, last)
                             : completion_chunk_json(g->header, last)));
     }
@@ -563,6 +595,8 @@ ApiResponse OpenAiService::metrics() {
 ApiResponse OpenAiService::tokenize(std::string_view body) const {
   ApiResult<TokenizeRequest> request = parse_tokenize_request(body, limits_);
   if (!request.ok()) return error_response(request.error());
+  if (std::optional<ApiError> refused = refuse_oversized_text(request->prompt.size(), "prompt"))
+    return error_response(*refused);
   const std::vector<TokenId> tokens = engine_.tokenizer().encode(
       request->prompt, request->add_special_tokens, /*parse_special=*/true);
   return json_response(

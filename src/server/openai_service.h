@@ -82,6 +82,9 @@ class OpenAiService : public HttpApi {
   ApiResult<Generation> prepare_completion(std::string_view body, std::string_view api_key);
   ApiResult<Generation> prepare_chat(std::string_view body, std::string_view api_key);
   ApiResult<std::vector<TokenId>> render_chat_prompt(const ChatCompletionRequest& request) const;
+  // An error when `n_bytes` of text cannot fit the context even at the most bytes per token:
+  // checked before tokenizing, which costs time and memory in proportion to the text.
+  std::optional<ApiError> refuse_oversized_text(size_t n_bytes, const char* param) const;
   Status check_model(const std::string& model) const;
   ApiResult<int32_t> max_tokens_for(int32_t n_prompt, std::optional<int32_t> requested,
                                     int32_t fallback) const;

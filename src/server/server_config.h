@@ -19,6 +19,9 @@ enum class CacheIsolation {
   KEY,   // each API key has its own namespace; clients cannot reach another key's entries
 };
 
+// See ServerConfig::max_request_memory.
+constexpr int64_t kRequestMemoryPerBodyByte = 4;
+
 struct ServerConfig {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0: any free port (tests)
@@ -32,6 +35,11 @@ struct ServerConfig {
   std::optional<ChatTemplateKind> chat_template;
   // Larger request bodies get 413 (chunked ones too), before the body is read.
   size_t max_body_bytes = 4u << 20;
+  // The memory that requests being read and served may hold together, estimated from their
+  // bodies (kRequestMemoryPerBodyByte per byte: the body, its parsed JSON, the request's copies
+  // of its text); a request that would pass it gets 503 before its body is read. Prompts too long
+  // for the context are refused before they are tokenized, so tokenizing costs no more.
+  int64_t max_request_memory = int64_t{1} << 30;
   // The request line and headers: more bytes or more fields get 431.
   size_t max_header_bytes = 16u << 10;
   int32_t max_header_count = 100;

@@ -99,8 +99,11 @@ void write_disk_tier(MetricsWriter& w, const EngineStats& e) {
   w.counter("disk_cache_blocks_evicted_total", "KV blocks evicted from the disk tier's budget.",
             f(d.n_blocks_evicted));
   w.counter("disk_cache_blocks_dropped_total",
-            "KV blocks dropped: corrupt or torn on disk, or not written (queue full, I/O error).",
-            f(d.n_corrupt_dropped + d.n_writes_dropped + d.n_write_errors));
+            "KV blocks dropped: corrupt, torn or deleted on disk, or not written (queue full).",
+            f(d.n_corrupt_dropped + d.n_missing_dropped + d.n_writes_dropped));
+  w.counter("disk_cache_write_errors_total",
+            "Block writes the disk refused (full, permissions); each is tried again later.",
+            f(d.n_write_errors));
 }
 
 }  // namespace

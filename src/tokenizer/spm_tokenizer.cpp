@@ -39,6 +39,14 @@ size_t spm_char_length(uint8_t lead) {
   return kByHighBits[lead >> 4];
 }
 
+// The character of `length` bytes at `text` as one number (its bytes, little-endian).
+uint32_t char_code(const char* text, size_t length) {
+  uint32_t code = 0;
+  for (size_t i = 0; i < length; ++i)
+    code |= static_cast<uint32_t>(static_cast<uint8_t>(text[i])) << (8 * i);
+  return code;
+}
+
 // "<0xAB>" -> 0xAB; -1 when `text` is not a byte token's text.
 int parse_byte_token(std::string_view text) {
   if (text.size() != 6 || text.substr(0, 3) != "<0x" || text[5] != '>') return -1;
@@ -75,12 +83,25 @@ class SpmTokenizer final : public Tokenizer {
   float score(TokenId id) const { return vocab_.scores.empty() ? 0.0f : vocab_.scores[id]; }
 
   void encode_raw(std::string_view raw, bool space_prefix, std::vector<TokenId>& out) const;
+  struct MergeBuffers;
+  void encode_chunk(std::string_view text, MergeBuffers& buffers, std::vector<TokenId>& out) const;
+  // Whether the two adjacent characters occur side by side in some token's text: only then can
+  // a merge join them.
+  bool mergeable(uint32_t left, uint32_t right) const {
+    return std::binary_search(mergeable_pairs_.begin(), mergeable_pairs_.end(),
+                              pair_key(left, right));
+  }
+  static uint64_t pair_key(uint32_t left, uint32_t right) {
+    return (static_cast<uint64_t>(left) << 32) | right;
+  }
 
   TokenIndex token_index_;  // text -> id; for duplicate texts the highest id wins, as in llama.cpp
   std::array<TokenId, 256> byte_tokens_{};  // fallback token of each byte, kNoToken if none
   // CONTROL, USER_DEFINED and UNKNOWN tokens with non-empty text, longest text first (then by id).
   std::vector<TokenId> special_tokens_;
   std::vector<int16_t> byte_values_;  // per token: the byte a BYTE token stands for, else -1
+  // Every pair of adjacent characters (char_code each) inside any token's text, sorted.
+  std::vector<uint64_t> mergeable_pairs_;
 };
 
 Status SpmTokenizer::init() {
@@ -105,6 +126,21 @@ Status SpmTokenizer::init() {
       special_tokens_.push_back(id);
     }
   }
+  for (const std::string& text : vocab_.tokens) {
+    uint32_t previous = 0;
+    for (size_t offset = 0; offset < text.size();) {
+      const size_t length =
+          std::min(text.size() - offset, spm_char_length(static_cast<uint8_t>(text[offset])));
+      const uint32_t code = char_code(text.data() + offset, length);
+      if (offset > 0) mergeable_pairs_.push_back(pair_key(previous, code));
+      previous = code;
+      offset += length;
+    }
+  }
+  std::sort(mergeable_pairs_.begin(), mergeable_pairs_.end());
+  mergeable_pairs_.erase(std::unique(mergeable_pairs_.begin(), mergeable_pairs_.end()),
+                         mergeable_pairs_.end());
+  mergeable_pairs_.shrink_to_fit();
   std::sort(special_tokens_.begin(), special_tokens_.end(), [this](TokenId a, TokenId b) {
     size_t len_a = vocab_.tokens[a].size(), len_b = vocab_.tokens[b].size();
     return len_a != len_b ? len_a > len_b : a < b;
@@ -183,6 +219,17 @@ struct BigramLess {
   }
 };
 
+// The merge state of one chunk, reused from chunk to chunk.
+struct SpmTokenizer::MergeBuffers {
+  std::vector<Symbol> symbols;
+  std::priority_queue<Bigram, std::vector<Bigram>, BigramLess> queue;
+};
+
+// The escaped text is cut where two adjacent characters never occur side by side in a token: no
+// merge can join them, so each piece merges on its own exactly as the whole would (merges of
+// different pieces never compete: a candidate pair lies inside one piece, and the order within a
+// piece, by score then leftmost, is the same). Natural text is cut at every word, so the merge
+// state is that of one word, not of the whole text: memory stays a few times the input's bytes.
 void SpmTokenizer::encode_raw(std::string_view raw, bool space_prefix,
                               std::vector<TokenId>& out) const {
   std::string text;
@@ -197,8 +244,29 @@ void SpmTokenizer::encode_raw(std::string_view raw, bool space_prefix,
   }
   // Symbols address the text with 32-bit offsets and indices.
   assert(text.size() < static_cast<size_t>(INT32_MAX) && "SPM input of 2 GiB or more");
+  MergeBuffers buffers;
+  size_t chunk_start = 0;
+  uint32_t previous = 0;
+  for (size_t offset = 0; offset < text.size();) {
+    const size_t length =
+        std::min(text.size() - offset, spm_char_length(static_cast<uint8_t>(text[offset])));
+    const uint32_t code = char_code(text.data() + offset, length);
+    if (offset > chunk_start && !mergeable(previous, code)) {
+      encode_chunk(std::string_view(text).substr(chunk_start, offset - chunk_start), buffers, out);
+      chunk_start = offset;
+    }
+    previous = code;
+    offset += length;
+  }
+  encode_chunk(std::string_view(text).substr(chunk_start), buffers, out);
+}
 
-  std::vector<Symbol> symbols;
+// Merges one chunk of escaped text: repeatedly the adjacent pair whose concatenation is the
+// token of the highest score (ties: the leftmost pair).
+void SpmTokenizer::encode_chunk(std::string_view text, MergeBuffers& buffers,
+                                std::vector<TokenId>& out) const {
+  std::vector<Symbol>& symbols = buffers.symbols;
+  symbols.clear();
   symbols.reserve(text.size());
   for (size_t offset = 0; offset < text.size();) {
     size_t length =
@@ -211,11 +279,11 @@ void SpmTokenizer::encode_raw(std::string_view raw, bool space_prefix,
   if (symbols.empty()) return;
   symbols.back().next = -1;
 
-  std::priority_queue<Bigram, std::vector<Bigram>, BigramLess> queue;
+  auto& queue = buffers.queue;  // empty: every chunk's merging drains it
   auto try_add = [&](int32_t left, int32_t right) {
     if (left < 0 || right < 0) return;
     const uint32_t length = symbols[left].length + symbols[right].length;
-    TokenId id = find(std::string_view(text).substr(symbols[left].start, length));
+    TokenId id = find(text.substr(symbols[left].start, length));
     if (id == kNoToken) return;
     queue.push(Bigram{score(id), left, right, length});
   };
@@ -243,7 +311,7 @@ void SpmTokenizer::encode_raw(std::string_view raw, bool space_prefix,
   // then falls back to its bytes. Symbol 0 is never absorbed, so the list starts there.
   for (int32_t i = 0; i >= 0; i = symbols[i].next) {
     const Symbol& symbol = symbols[i];
-    std::string_view piece = std::string_view(text).substr(symbol.start, symbol.length);
+    std::string_view piece = text.substr(symbol.start, symbol.length);
     TokenId id = find(piece);
     if (id != kNoToken) {
       out.push_back(id);

@@ -85,6 +85,9 @@ void Tokenizer::index_pieces() {
     const auto non_ascii = static_cast<size_t>(
         std::count_if(piece.begin(), piece.end(), [](char c) { return (c & 0x80) != 0; }));
     max_decoded_bytes_ = std::max(max_decoded_bytes_, piece.size() + 2 * non_ascii);
+    max_text_bytes_per_token_ =
+        std::max({max_text_bytes_per_token_, piece.size(), token_to_piece(id, true).size(),
+                  vocab_.tokens[static_cast<size_t>(id)].size()});
     piece_bytes_ += piece;
     piece_offsets_.push_back(static_cast<uint32_t>(piece_bytes_.size()));
   }

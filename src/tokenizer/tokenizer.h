@@ -52,6 +52,11 @@ class Tokenizer {
   // The most text one token can add to a decoded stream: its piece's bytes, each non-ASCII byte
   // counted 3 times since it may turn out invalid and become a 3-byte U+FFFD (StreamDecoder).
   size_t max_decoded_bytes() const { return max_decoded_bytes_; }
+  // The most input bytes one token can stand for (its piece, or a special token's text), so a
+  // text of n bytes has at least n / max_text_bytes_per_token() tokens: what lets a caller refuse
+  // a text too long for a context before paying for its tokenization. (A vocab without byte
+  // tokens nor UNK drops unknown bytes, and is the exception: such a text may have fewer.)
+  size_t max_text_bytes_per_token() const { return max_text_bytes_per_token_; }
 
   // Concatenated pieces of `ids`.
   std::string decode(std::span<const TokenId> ids, bool render_special = false) const;
@@ -87,6 +92,7 @@ class Tokenizer {
   std::vector<uint32_t> piece_offsets_;  // [n_vocab + 1]: token i is [offsets[i], offsets[i + 1])
   size_t max_piece_bytes_ = 0;
   size_t max_decoded_bytes_ = 0;
+  size_t max_text_bytes_per_token_ = 1;
 };
 
 // Turns a stream of tokens into text that is valid UTF-8 at every step: bytes of a character split

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fake_replica.h"
+#include "raw_client.h"
 #include "router/router_service.h"
 #include "server/http_server.h"
 #include "server_fixture.h"
@@ -30,8 +31,7 @@ constexpr auto kHealthInterval = std::chrono::milliseconds(100);
 // The router on a free loopback port.
 class TestRouter {
  public:
-  TestRouter(const std::vector<std::string>& urls, RoutingPolicy policy,
-             ServerConfig server = {}) {
+  TestRouter(const std::vector<std::string>& urls, RoutingPolicy policy, ServerConfig server = {}) {
     RouterConfig config;
     for (const std::string& url : urls) config.replicas.push_back(*parse_replica_url(url));
     config.routing.policy = policy;
@@ -65,6 +65,7 @@ class TestRouter {
     return std::stod(text.substr(at + key.size()));
   }
   RouterService& service() { return *service_; }
+  int port() const { return server_->port(); }
 
  private:
   std::unique_ptr<RouterService> service_;
@@ -127,7 +128,8 @@ std::string system_prompt(char topic) {
   std::string text = "You are the assistant of group ";
   text += topic;
   text += ". ";
-  for (int i = 0; i < 5; ++i) text += std::string("Rule ") + topic + std::to_string(i) + ": be exact. ";
+  for (int i = 0; i < 5; ++i)
+    text += std::string("Rule ") + topic + std::to_string(i) + ": be exact. ";
   return text;
 }
 
@@ -137,8 +139,8 @@ int64_t cached_in_groups(TestRouter& router, const std::string& tag) {
   int64_t cached = 0;
   for (char group : {'a', 'b', 'c'}) {
     for (int q = 0; q < 4; ++q) {
-      HttpReply reply = router.post("/v1/chat/completions",
-                                    chat(tag + system_prompt(group), "question " + std::to_string(q)));
+      HttpReply reply = router.post("/v1/chat/completions", chat(tag + system_prompt(group),
+                                                                 "question " + std::to_string(q)));
       EXPECT_EQ(reply.status, 200) << reply.body;
       if (q > 0) cached += cached_tokens(reply);
     }
@@ -301,10 +303,38 @@ TEST(Router, AClientThatLeavesCancelsItsRequestOnTheReplica) {
       });
   client.send(req);
   EXPECT_GE(chunks, 1);
-  EXPECT_TRUE(eventually([&] { return replica.metric("requests_finished_total{finish_reason=\"cancelled\"}") == 1; }));
+  EXPECT_TRUE(eventually(
+      [&] { return replica.metric("requests_finished_total{finish_reason=\"cancelled\"}") == 1; }));
   EXPECT_TRUE(eventually([&] { return replica_idle(replica); }));
   EXPECT_TRUE(eventually([&] { return router.service().n_in_flight() == 0; }));
   EXPECT_EQ(router.service().in_flight_per_replica(), std::vector<int32_t>{0});
+}
+
+// A streaming client that leaves while its replica has said nothing yet (slow to its first byte,
+// or stopped) frees its slot, its thread and both sockets at once; before, they stayed until the
+// replica spoke or the upstream timeout ended.
+TEST(Router, AStreamingClientThatLeavesWhileItsReplicaIsSilentIsLetGoAtOnce) {
+  std::atomic<bool> release{false};
+  std::atomic<int> generations{0};
+  FakeReplica silent([&](const std::string& request) {
+    if (request.rfind("GET /health", 0) == 0)
+      return FakeReplica::head(200, "application/json") + R"({"status":"ok"})";
+    ++generations;
+    for (int i = 0; i < 500 && !release; ++i) std::this_thread::sleep_for(10ms);
+    return FakeReplica::stream_head() + FakeReplica::chunk("data: [DONE]\n\n");
+  });
+  TestRouter router({silent.url()}, RoutingPolicy::CACHE_AWARE);
+  json body = chat("Silence.", "anyone?");
+  body["stream"] = true;
+  {
+    RawClient client(router.port());
+    ASSERT_TRUE(client.send(post_request("/v1/chat/completions", body.dump())));
+    ASSERT_TRUE(eventually([&] { return generations.load() == 1; }, 3000ms));
+    ASSERT_EQ(router.service().n_in_flight(), 1);
+  }  // the client closes its socket while the replica is silent
+  EXPECT_TRUE(eventually([&] { return router.service().n_in_flight() == 0; }, 1500ms))
+      << "the router still holds the departed client's request";
+  release = true;
 }
 
 TEST(Router, SixtyFourStreamsWithAQuarterLeavingEarly) {

@@ -1,17 +1,14 @@
 // The server against clients that are slow, clumsy or hostile, over raw loopback sockets: every
 // loop is bounded in count and time, and each case names the failure it guards against.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "raw_client.h"
 #include "server_fixture.h"
 
 namespace trellis::testing {
@@ -19,71 +16,6 @@ namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-// A plain TCP client; every read gives up after its timeout.
-class RawClient {
- public:
-  explicit RawClient(int port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  }
-  ~RawClient() { close(); }
-  RawClient(const RawClient&) = delete;
-  RawClient& operator=(const RawClient&) = delete;
-
-  bool connected() const { return connected_; }
-  // False once the server has closed its side (the rest is then not sent).
-  bool send(std::string_view data) {
-    while (!data.empty()) {
-      const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      data.remove_prefix(static_cast<size_t>(n));
-    }
-    return true;
-  }
-  void shutdown_write() { ::shutdown(fd_, SHUT_WR); }
-  void close() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  // Reads until `done(received)` holds, the server closes, or the timeout passes.
-  std::string read_until(const std::function<bool(const std::string&)>& done,
-                         std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
-    std::string received;
-    const auto deadline = Clock::now() + timeout;
-    while (!done(received) && Clock::now() < deadline) {
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, 50) <= 0) continue;
-      char buffer[4096];
-      const ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
-      if (n <= 0) {
-        closed_by_server_ = true;
-        break;
-      }
-      received.append(buffer, static_cast<size_t>(n));
-    }
-    return received;
-  }
-  std::string read_all(std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
-    return read_until([](const std::string&) { return false; }, timeout);
-  }
-  bool closed_by_server() const { return closed_by_server_; }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
-  bool closed_by_server_ = false;
-};
-
-std::string post_request(const std::string& path, const std::string& body,
-                         const std::string& extra_headers = "") {
-  return "POST " + path + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n" +
-         extra_headers + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-}
 
 int count(const std::string& text, const std::string& what) {
   int n = 0;
@@ -291,6 +223,187 @@ TEST(ServerHostileTest, NonStreamingClientThatLeavesCancelsItsRequest) {
   EXPECT_EQ(server.metric("requests_finished_total{finish_reason=\"length\"}"), 0);
   EXPECT_LT(server.metric("generation_tokens_total"), 4093) << "generation stopped early";
   EXPECT_EQ(server.engine().stats().n_blocks_in_use, 0);
+}
+
+// A prompt that cannot fit the context even at the most bytes per token is refused before it is
+// tokenized (the test model's context: 256 tokens); before, a 4 MB prompt was tokenized first
+// (150-175 MB and seconds of CPU) and then refused by its token count.
+TEST(ServerHostileTest, PromptsTooLongForTheContextAreRefusedBeforeTokenizing) {
+  TestServer server;
+  const std::string text(200000, 'a');
+  const HttpReply completion =
+      server.post("/v1/completions", json{{"prompt", text}, {"max_tokens", 1}});
+  EXPECT_EQ(completion.status, 400) << completion.body;
+  EXPECT_EQ(completion.json()["error"]["param"], "prompt") << completion.body;
+  EXPECT_NE(completion.body.find("200000 bytes long"), std::string::npos) << completion.body;
+  const HttpReply chat = server.post("/v1/chat/completions",
+                                     json{{"messages", {{{"role", "user"}, {"content", text}}}}});
+  EXPECT_EQ(chat.status, 400) << chat.body;
+  EXPECT_EQ(chat.json()["error"]["param"], "messages") << chat.body;
+  EXPECT_NE(chat.body.find("bytes long"), std::string::npos) << chat.body;
+  const HttpReply tokenize = server.post("/tokenize", json{{"prompt", text}});
+  EXPECT_EQ(tokenize.status, 400) << tokenize.body;
+  // A prompt that may fit is still tokenized and judged by its tokens.
+  const HttpReply fits =
+      server.post("/v1/completions", json{{"prompt", "a b c"}, {"max_tokens", 1}});
+  EXPECT_EQ(fits.status, 200) << fits.body;
+}
+
+// The memory that requests in flight may hold has a bound (--max-request-memory), checked from
+// the declared body size before the body is read; before, 16 clients with 4 MB bodies each held
+// their bodies and everything made of them at once, with no bound but the queue's 256 requests.
+TEST(ServerHostileTest, RequestMemoryHasABoundCheckedBeforeTheBodyIsRead) {
+  ServerConfig config;
+  config.max_body_bytes = 1 << 20;
+  config.max_request_memory = kRequestMemoryPerBodyByte * (3 << 19);  // one 1 MiB body, not two
+  TestServer server(config);
+  auto head_of = [](size_t body_bytes) {
+    return "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+           "Content-Length: " +
+           std::to_string(body_bytes) + "\r\n\r\n";
+  };
+  auto holder = std::make_unique<RawClient>(server.server().port());
+  ASSERT_TRUE(holder->send(head_of(1000000) + "{\"prompt\": \""));  // the rest never comes
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));      // its head has been read
+  RawClient second(server.server().port());
+  ASSERT_TRUE(second.send(head_of(1000000)));
+  const std::string refused = second.read_all(std::chrono::milliseconds(3000));
+  EXPECT_EQ(status_line(refused), "HTTP/1.1 503 Service Unavailable") << refused;
+  EXPECT_NE(refused.find("--max-request-memory"), std::string::npos) << refused;
+  // Small requests still fit beside the one held.
+  EXPECT_EQ(server.post("/v1/completions", json{{"prompt", "a"}, {"max_tokens", 1}}).status, 200);
+  holder.reset();  // the holder leaves: its share comes back
+  bool served = false;
+  for (int i = 0; i < 100 && !served; ++i) {
+    RawClient third(server.server().port());
+    const std::string body = json{{"prompt", std::string(900000, 'b')}, {"max_tokens", 1}}.dump();
+    third.send(head_of(body.size()) + body);
+    const std::string reply = third.read_until(
+        [](const std::string& r) { return r.find('}') != std::string::npos; },
+        std::chrono::milliseconds(3000));
+    served = status_line(reply) != "HTTP/1.1 503 Service Unavailable";
+    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(served) << "the departed client's share never came back";
+}
+
+// Streaming requests queued behind a busy slot are cancelled as soon as their clients leave;
+// before, they stayed queued until admitted (or until a keep-alive write failed seconds later) and
+// then ran for nobody.
+TEST(ServerHostileTest, QueuedStreamingClientsThatLeaveAreCancelledAtOnce) {
+  EngineConfig engine = TestServer::default_engine();
+  engine.n_ctx = 4096;
+  engine.scheduler.max_seqs = 1;  // one slot: the others queue
+  TestServer server({}, engine);
+  auto stream_body = [](int max_tokens) {
+    return json{{"prompt", {1, 300, 301}},
+                {"max_tokens", max_tokens},
+                {"ignore_eos", true},
+                {"stream", true}}
+        .dump();
+  };
+  RawClient busy(server.server().port());
+  ASSERT_TRUE(busy.send(post_request("/v1/completions", stream_body(4093))));
+  for (int i = 0; i < 1000 && server.engine().stats().n_blocks_in_use == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  constexpr int kQueued = 5;
+  {
+    std::vector<std::unique_ptr<RawClient>> queued;
+    for (int i = 0; i < kQueued; ++i) {
+      queued.push_back(std::make_unique<RawClient>(server.server().port()));
+      ASSERT_TRUE(queued.back()->send(post_request("/v1/completions", stream_body(8))));
+    }
+    for (int i = 0; i < 1000 && server.engine().stats().n_waiting < kQueued; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    ASSERT_EQ(server.engine().stats().n_waiting, kQueued);
+  }  // the five clients close their sockets
+  const auto deadline = Clock::now() + std::chrono::milliseconds(1500);
+  while (Clock::now() < deadline &&
+         (server.engine().stats().n_waiting > 0 ||
+          server.server().service()->server_metrics().n_finished() < kQueued))
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(server.engine().stats().n_waiting, 0);
+  EXPECT_EQ(server.metric("requests_finished_total{finish_reason=\"cancelled\"}"), kQueued);
+  EXPECT_EQ(server.metric("requests_finished_total{finish_reason=\"length\"}"), 0)
+      << "the busy request ended first: it no longer holds the slot";
+}
+
+// `Expect: 100-continue` must not stretch the request's deadline (the interim write used to set
+// the write deadline, 30 s, in place of the request's); any other expectation gets 417 at once.
+TEST(ServerHostileTest, ExpectationsKeepTheRequestDeadlineOrGet417) {
+  ServerConfig config;
+  config.request_timeout = std::chrono::milliseconds(800);
+  config.write_timeout = std::chrono::milliseconds(8000);
+  TestServer server(config);
+  RawClient client(server.server().port());
+  ASSERT_TRUE(
+      client.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  "Expect: 100-continue\r\nContent-Length: 50\r\n\r\n"));
+  const auto start = Clock::now();
+  const std::string got = client.read_all(std::chrono::milliseconds(5000));  // no body follows
+  const auto waited = Clock::now() - start;
+  EXPECT_EQ(status_line(got), "HTTP/1.1 100 Continue") << got;
+  EXPECT_TRUE(client.closed_by_server()) << "still open after 5 s: the deadline was stretched";
+  EXPECT_LT(waited, std::chrono::milliseconds(4000));
+
+  RawClient other(server.server().port());
+  ASSERT_TRUE(other.send(post_request("/v1/completions", R"({"prompt":"a","max_tokens":1})",
+                                      "Expect: something-else\r\n")));
+  const std::string refused = other.read_all(std::chrono::milliseconds(3000));
+  EXPECT_EQ(status_line(refused), "HTTP/1.1 417 Expectation Failed") << refused;
+  EXPECT_NE(refused.find("something-else"), std::string::npos) << refused;
+}
+
+// HEAD is served wherever GET is (headers only); a 405 says which methods the path has;
+// absolute-form targets are accepted; a transfer coding the server cannot decode gets 501.
+TEST(ServerHostileTest, HttpMethodsTargetsAndCodingsFollowTheStandard) {
+  TestServer server;
+  const std::string models_body = server.get("/v1/models").body;
+  ASSERT_FALSE(models_body.empty());
+  {
+    RawClient client(server.server().port());
+    // HEAD, then a GET on the same connection: the GET's answer must follow the HEAD's headers
+    // directly (a body after them would be read as the next response).
+    ASSERT_TRUE(
+        client.send("HEAD /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"
+                    "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+    const std::string replies = client.read_until(
+        [](const std::string& r) { return r.find("{\"status\":\"ok\"}") != std::string::npos; });
+    EXPECT_EQ(status_line(replies), "HTTP/1.1 200 OK") << replies;
+    EXPECT_NE(replies.find("Content-Length: " + std::to_string(models_body.size()) + "\r\n"),
+              std::string::npos)
+        << replies;
+    const size_t head_end = replies.find("\r\n\r\n");
+    ASSERT_NE(head_end, std::string::npos);
+    EXPECT_EQ(replies.compare(head_end + 4, 9, "HTTP/1.1 "), 0) << "a body followed HEAD:\n"
+                                                                << replies;
+  }
+  auto exchange = [&](const std::string& request) {
+    RawClient client(server.server().port());
+    EXPECT_TRUE(client.send(request));
+    return client.read_until([](const std::string& r) { return r.find("}") != std::string::npos; });
+  };
+  const std::string post_on_get = exchange(post_request("/v1/models", "{}"));
+  EXPECT_EQ(status_line(post_on_get), "HTTP/1.1 405 Method Not Allowed") << post_on_get;
+  EXPECT_NE(post_on_get.find("\r\nAllow: GET, HEAD\r\n"), std::string::npos) << post_on_get;
+  const std::string get_on_post = exchange("GET /v1/completions HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(status_line(get_on_post), "HTTP/1.1 405 Method Not Allowed") << get_on_post;
+  EXPECT_NE(get_on_post.find("\r\nAllow: POST\r\n"), std::string::npos) << get_on_post;
+
+  const std::string absolute =
+      exchange("GET http://localhost:8080/v1/models?x=1 HTTP/1.1\r\nHost: localhost\r\n\r\n");
+  EXPECT_EQ(status_line(absolute), "HTTP/1.1 200 OK") << absolute;
+  EXPECT_NE(absolute.find("\"object\":\"list\""), std::string::npos) << absolute;
+
+  const std::string body = R"({"prompt":"a","max_tokens":1})";
+  char size[16];
+  std::snprintf(size, sizeof size, "%zx", body.size());
+  const std::string gzip = exchange(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: gzip, chunked\r\n\r\n" +
+      std::string(size) + "\r\n" + body + "\r\n0\r\n\r\n");
+  EXPECT_EQ(status_line(gzip), "HTTP/1.1 501 Not Implemented") << gzip;
+  EXPECT_NE(gzip.find("gzip"), std::string::npos) << gzip;
 }
 
 TEST(ServerHostileTest, SecondServerOnATakenPortFailsToBind) {

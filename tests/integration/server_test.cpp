@@ -294,6 +294,78 @@ TEST(ServerTest, LogprobsOfGreedyTokensAreTheMaxima) {
     EXPECT_DOUBLE_EQ(streamed[i], lp["token_logprobs"][i].get<double>());
 }
 
+// The chunk's tokens spelled out ("" for a chunk without logprobs) and whether every token is
+// whole text (no U+FFFD: a token that is part of a character spells as the replacement).
+struct ChunkTokens {
+  std::string spelled;
+  size_t count = 0;
+  bool whole = true;
+};
+ChunkTokens chunk_tokens(const json& choice, bool chat) {
+  ChunkTokens out;
+  const json& lp = choice["logprobs"];
+  if (lp.is_null()) return out;
+  const json& entries = chat ? lp["content"] : lp["tokens"];
+  for (const json& entry : entries) {
+    const std::string token = chat ? entry["token"].get<std::string>() : entry.get<std::string>();
+    if (token.find("\xEF\xBF\xBD") != std::string::npos) out.whole = false;
+    out.spelled += token;
+    ++out.count;
+  }
+  return out;
+}
+
+// Each streamed chunk carries the logprobs of exactly the tokens whose text it carries; before, a
+// chunk carried every entry sampled by the time it was written, and later chunks none.
+TEST(ServerTest, StreamedLogprobsLineUpWithTheirChunks) {
+  TestServer server;
+  for (const bool chat : {false, true}) {
+    SCOPED_TRACE(chat ? "chat" : "completions");
+    json request = {{"max_tokens", 96},
+                    {"temperature", 0},
+                    {"ignore_eos", true},
+                    {"n", 3},
+                    {"stream", true},
+                    {"seed", 7},
+                    {"stream_options", {{"include_usage", true}}}};
+    if (chat) {
+      request["messages"] = {{{"role", "user"}, {"content", "Tell me a long story."}}};
+      request["logprobs"] = true;
+      request["top_logprobs"] = 1;
+    } else {
+      request["prompt"] = "Once upon a time";
+      request["logprobs"] = 1;
+    }
+    const HttpReply reply = server.post(chat ? "/v1/chat/completions" : "/v1/completions", request);
+    ASSERT_EQ(reply.status, 200) << reply.body;
+    size_t n_text_chunks = 0;
+    size_t n_entries = 0;
+    size_t n_generated = 0;
+    for (const std::string& payload : sse_payloads(reply.body)) {
+      if (payload == "[DONE]") continue;
+      const json chunk = json::parse(payload);
+      if (chunk["choices"].empty()) {  // the usage chunk
+        n_generated = chunk["usage"]["completion_tokens"].get<size_t>();
+        continue;
+      }
+      const json& choice = chunk["choices"][0];
+      const std::string text = chat ? choice["delta"].value("content", std::string())
+                                    : choice["text"].get<std::string>();
+      const ChunkTokens tokens = chunk_tokens(choice, chat);
+      n_entries += tokens.count;
+      if (text.empty()) continue;
+      ++n_text_chunks;
+      EXPECT_GE(tokens.count, 1u) << "a chunk with text but no tokens: " << payload;
+      if (tokens.whole) {
+        EXPECT_EQ(tokens.spelled, text) << payload;
+      }
+    }
+    EXPECT_GE(n_text_chunks, 3u * 8u) << reply.body.substr(0, 2000);
+    EXPECT_GT(n_generated, 0u);
+    EXPECT_EQ(n_entries, n_generated) << "every generated token has one entry";
+  }
+}
+
 TEST(ServerTest, TokenizeAndDetokenizeRoundTrip) {
   TestServer server;
   const json tokens = server.post("/tokenize", json{{"prompt", "hello world"}}).json();

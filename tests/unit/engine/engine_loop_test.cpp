@@ -346,19 +346,23 @@ TEST(EngineLoop, EndEventComesOnceAfterTheLastText) {
     std::mutex mutex;
     std::string text[3];
     int n_ends[3] = {0, 0, 0};
+    int32_t n_tokens[3] = {0, 0, 0};  // the sum of the text events' token counts
     bool text_complete_at_end[3] = {false, false, false};
+    bool tokens_complete_at_end[3] = {false, false, false};
     FinishReason reason[3] = {};
   };
   auto seen = std::make_shared<Seen>();
   RequestEvents events;
-  events.on_text = [seen](std::string_view t) {
+  events.on_text = [seen](std::string_view t, int32_t n_tokens) {
     std::lock_guard<std::mutex> lock(seen->mutex);
     seen->text[0] += t;
+    seen->n_tokens[0] += n_tokens;
   };
   events.on_end = [seen](const RequestOutput& out) {
     std::lock_guard<std::mutex> lock(seen->mutex);
     ++seen->n_ends[0];
     seen->text_complete_at_end[0] = seen->text[0] == out.text;
+    seen->tokens_complete_at_end[0] = seen->n_tokens[0] == static_cast<int32_t>(out.tokens.size());
     seen->reason[0] = out.finish_reason;
   };
   Result<RequestHandle> h = engine->submit(greedy_request(prompt_of(9, 5), 7), std::move(events));
@@ -366,14 +370,17 @@ TEST(EngineLoop, EndEventComesOnceAfterTheLastText) {
   const RequestOutput* out = wait_for_end(*h);
   ASSERT_NE(out, nullptr);
   ForkEvents fork_events;
-  fork_events.on_text = [seen](int32_t branch, std::string_view t) {
+  fork_events.on_text = [seen](int32_t branch, std::string_view t, int32_t n_tokens) {
     std::lock_guard<std::mutex> lock(seen->mutex);
     seen->text[1 + branch] += t;
+    seen->n_tokens[1 + branch] += n_tokens;
   };
   fork_events.on_end = [seen](int32_t branch, const RequestOutput& o) {
     std::lock_guard<std::mutex> lock(seen->mutex);
     ++seen->n_ends[1 + branch];
     seen->text_complete_at_end[1 + branch] = seen->text[1 + branch] == o.text;
+    seen->tokens_complete_at_end[1 + branch] =
+        seen->n_tokens[1 + branch] == static_cast<int32_t>(o.tokens.size());
     seen->reason[1 + branch] = o.finish_reason;
   };
   Result<std::vector<RequestHandle>> branches =
@@ -385,6 +392,7 @@ TEST(EngineLoop, EndEventComesOnceAfterTheLastText) {
     SCOPED_TRACE("request " + std::to_string(i));
     EXPECT_EQ(seen->n_ends[i], 1);
     EXPECT_TRUE(seen->text_complete_at_end[i]) << "text came after the end event";
+    EXPECT_TRUE(seen->tokens_complete_at_end[i]) << "the text events did not count every token";
     EXPECT_EQ(seen->reason[i], FinishReason::LENGTH);
     EXPECT_FALSE(seen->text[i].empty());
   }

@@ -6,15 +6,18 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/sha256.h"
@@ -557,6 +560,75 @@ TEST(DiskTierTest, AFullWriteQueueDropsInsteadOfWaiting) {
   tier->wait_idle();
   EXPECT_EQ(tier->stats().n_writes_dropped, 2);
   EXPECT_EQ(tier->stats().n_blocks, 0);
+}
+
+// Block files deleted from outside while the tier runs leave the index when looked up, so the
+// counts are true and the prefix is written again; before, they stayed counted and the prefix
+// was never written again (write_async saw it indexed).
+TEST(DiskTierTest, BlockFilesDeletedFromOutsideLeaveTheIndexAndAreWrittenAgain) {
+  const std::string dir = fresh_dir("deleted");
+  Captured log;
+  auto tier = open_tier(config(dir, 100, &log));
+  const std::vector<TokenId> a = seq(1, 3 * kBlock);
+  write_chain(*tier, "", a);
+  tier->wait_idle();
+  ASSERT_EQ(tier->stats().n_blocks, 3);
+  for (const std::string& file : block_files(*tier)) fs::remove(file);
+  EXPECT_EQ(chain_length(*tier, "", a), 0);
+  EXPECT_EQ(tier->stats().n_blocks, 0) << "the index still counts the deleted blocks";
+  EXPECT_EQ(tier->stats().n_missing_dropped, 3);
+  EXPECT_EQ(tier->stats().n_corrupt_dropped, 0);
+  ASSERT_EQ(log.lines.size(), 1u);
+  EXPECT_NE(log.lines[0].find("deleted from outside"), std::string::npos) << log.lines[0];
+  write_chain(*tier, "", a);
+  tier->wait_idle();
+  EXPECT_EQ(tier->stats().n_blocks, 3);
+  EXPECT_EQ(block_files(*tier).size(), 3u);
+  EXPECT_EQ(chain_length(*tier, "", a), 3);
+}
+
+// Polls `condition` for at most `limit`.
+template <typename Condition>
+bool within(std::chrono::milliseconds limit, Condition condition) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!condition() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  return condition();
+}
+
+// A disk that refuses writes (here: a file size limit, as a full disk would; root is not exempt)
+// is logged once, the blocks wait in memory and are written once the disk takes them again;
+// before, each was dropped without a word and the tier stayed below its budget.
+TEST(DiskTierTest, ARefusedWriteIsLoggedOnceAndTriedAgainLater) {
+  const std::string dir = fresh_dir("refused");
+  Captured log;
+  DiskTierConfig c = config(dir, 100, &log);
+  c.write_retry = std::chrono::milliseconds(20);
+  auto tier = open_tier(c);
+  rlimit normal{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &normal), 0);
+  const auto previous_handler = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of a signal
+  rlimit tiny = normal;
+  tiny.rlim_cur = 16;  // smaller than any record
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &tiny), 0);
+  const std::vector<TokenId> a = seq(1, 2 * kBlock);
+  write_chain(*tier, "", a);
+  const bool retried =
+      within(std::chrono::seconds(5), [&] { return tier->stats().n_write_errors >= 3; });
+  tier->wait_idle();  // returns on a refusing disk instead of waiting for it
+  const DiskTierStats refused = tier->stats();
+  ::setrlimit(RLIMIT_FSIZE, &normal);
+  std::signal(SIGXFSZ, previous_handler);
+  EXPECT_TRUE(retried) << "the failed write was not tried again";
+  EXPECT_EQ(refused.n_blocks, 0);
+  EXPECT_EQ(refused.n_pending, 2) << "the blocks must wait, not be dropped";
+  EXPECT_TRUE(within(std::chrono::seconds(5), [&] { return tier->stats().n_blocks == 2; }));
+  EXPECT_EQ(chain_length(*tier, "", a), 2);
+  EXPECT_EQ(tier->stats().n_writes_dropped, 0);
+  ASSERT_EQ(log.lines.size(), 2u);
+  EXPECT_NE(log.lines[0].find("cannot write a block (File too large)"), std::string::npos)
+      << log.lines[0];
+  EXPECT_NE(log.lines[1].find("written again"), std::string::npos) << log.lines[1];
 }
 
 TEST(DiskTierTest, BadConfigurationsAreClearErrors) {

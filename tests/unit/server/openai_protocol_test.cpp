@@ -362,12 +362,75 @@ TEST(CompletionRequestTest, WrongTypesNameTheField) {
     SCOPED_TRACE(c.field);
     json body = {{"prompt", "x"}};
     body[c.field] = c.value;
+    if (std::string(c.field) == "stream_options") body["stream"] = true;
     expect_bad_request(parse_completion(body), c.field, c.message);
   }
   expect_bad_request(
-      parse_completion({{"prompt", "x"}, {"stream_options", {{"include_usage", "yes"}}}}),
+      parse_completion(
+          {{"prompt", "x"}, {"stream", true}, {"stream_options", {{"include_usage", "yes"}}}}),
       "stream_options.include_usage",
       "stream_options.include_usage must be a boolean, got a string");
+}
+
+// Fields that change what a request means and are not implemented are refused by name; before,
+// best_of, suffix, functions, guided_json, grammar (and more) were silently ignored.
+TEST(CompletionRequestTest, UnimplementedFieldsAreRefusedByName) {
+  struct Case {
+    const char* field;
+    json value;
+  };
+  const std::vector<Case> shared = {
+      {"response_format", {{"type", "json_object"}}},
+      {"tools", json::array({{{"type", "function"}, {"function", {{"name", "f"}}}}})},
+      {"tool_choice", "required"},
+      {"functions", json::array({{{"name", "f"}}})},
+      {"function_call", {{"name", "f"}}},
+      {"grammar", "root ::= \"a\""},
+      {"guided_json", {{"type", "object"}}},
+      {"guided_regex", "a+"},
+      {"guided_choice", {"a", "b"}},
+      {"logit_bias", {{"5", 10}}},
+  };
+  for (const Case& c : shared) {
+    SCOPED_TRACE(c.field);
+    json completion = {{"prompt", "x"}, {c.field, c.value}};
+    expect_bad_request(parse_completion(completion), c.field, "is not supported");
+    json chat = {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {c.field, c.value}};
+    expect_bad_request(parse_chat(chat), c.field, "is not supported");
+  }
+  expect_bad_request(parse_completion({{"prompt", "x"}, {"best_of", 3}}), "best_of",
+                     "best_of (ranking");
+  expect_bad_request(parse_completion({{"prompt", "x"}, {"n", 2}, {"best_of", 3}}), "best_of",
+                     "is not supported");
+  expect_bad_request(parse_completion({{"prompt", "x"}, {"suffix", "END"}}), "suffix",
+                     "suffix (text inserted");
+  // OpenAI refuses stream_options on a whole response too.
+  expect_bad_request(
+      parse_completion({{"prompt", "x"}, {"stream_options", {{"include_usage", true}}}}),
+      "stream_options", "only allowed when stream is true");
+  expect_bad_request(parse_chat({{"messages", {{{"role", "user"}, {"content", "x"}}}},
+                                 {"stream", false},
+                                 {"stream_options", {{"include_usage", true}}}}),
+                     "stream_options", "only allowed when stream is true");
+}
+
+// The same fields with values that ask for nothing are served.
+TEST(CompletionRequestTest, UnimplementedFieldsThatAskForNothingAreAccepted) {
+  const json harmless = {
+      {"prompt", "x"},
+      {"response_format", {{"type", "text"}}},
+      {"tools", json::array()},
+      {"tool_choice", "none"},
+      {"functions", json::array()},
+      {"function_call", "auto"},
+      {"logit_bias", json::object()},
+      {"suffix", ""},
+      {"n", 2},
+      {"best_of", 2},
+  };
+  EXPECT_TRUE(parse_completion(harmless).ok());
+  EXPECT_TRUE(parse_completion({{"prompt", "x"}, {"best_of", 1}}).ok());
+  EXPECT_TRUE(parse_completion({{"prompt", "x"}, {"grammar", nullptr}}).ok()) << "null is absent";
 }
 
 TEST(CompletionRequestTest, OutOfRangeSamplingNamesTheField) {
@@ -442,7 +505,7 @@ TEST(ChatCompletionRequestTest, EveryFieldIsRead) {
       {"user", "someone"},
       {"cache_salt", "team-a"},
       {"ignore_eos", true},
-      {"tools", json::array()},  // unknown to us: ignored
+      {"tools", json::array()},  // no tools: asks for nothing
   });
   ASSERT_TRUE(result.ok()) << result.error().message;
   const ChatCompletionRequest& r = result.value();
