@@ -64,6 +64,9 @@ class ChildProcess {
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
+    // Emptied here, not only in the child: a reader that polls the log right after the fork
+    // must not find an earlier process's lines there (its port, its "ready").
+    ::close(::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644));
     const pid_t parent = ::getpid();
     pid_ = ::fork();
     if (pid_ == 0) {
