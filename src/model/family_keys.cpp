@@ -40,7 +40,7 @@ const KeySpec& spec(HParamKey key) {
   return kKeys.front();
 }
 
-std::vector<KeySpec> build(const Architecture& arch) {
+std::vector<KeySpec> keys_of(const Architecture& arch) {
   std::vector<KeySpec> list;
   auto add = [&](std::initializer_list<HParamKey> keys) {
     for (HParamKey key : keys) list.push_back(spec(key));
@@ -70,7 +70,7 @@ std::vector<KeySpec> build(const Architecture& arch) {
 
 const std::vector<KeySpec>& family_keys(const Architecture& arch) {
   static const std::vector<std::vector<KeySpec>> lists =
-      build_per_architecture([](const Architecture& a) { return build(a); });
+      build_per_architecture([](const Architecture& a) { return keys_of(a); });
   return lists[architecture_index(arch)];
 }
 

@@ -58,7 +58,7 @@ void add_dense_ffn(const Architecture& arch, std::vector<TensorSpec>& out) {
   if (arch.post_norms) out.push_back(norm("post_ffw_norm.weight", EMBD, &LW::post_ffn_norm));
 }
 
-FamilyTensors build(const Architecture& arch) {
+FamilyTensors tensors_of(const Architecture& arch) {
   FamilyTensors list;
   list.before_layers = {kTokenEmbd};
   add_attention(arch, list.layer);
@@ -113,7 +113,7 @@ int64_t dim_size(Dim dim, const ModelHParams& hp) {
 
 const FamilyTensors& family_tensors(const Architecture& arch) {
   static const std::vector<FamilyTensors> lists =
-      build_per_architecture([](const Architecture& a) { return build(a); });
+      build_per_architecture([](const Architecture& a) { return tensors_of(a); });
   return lists[architecture_index(arch)];
 }
 

@@ -16,7 +16,7 @@ double clean(float logit) {
 
 // Heap order for the running top-n: the root is the entry that ranks last (lowest logit, and
 // among equal logits the highest id), so it is the one a better candidate evicts.
-bool ranks_before(const TokenLogprob& a, const TokenLogprob& b) {
+bool logprob_ranks_before(const TokenLogprob& a, const TokenLogprob& b) {
   return a.logprob > b.logprob || (a.logprob == b.logprob && a.id < b.id);
 }
 
@@ -51,14 +51,14 @@ Logprobs compute_logprobs(std::span<const float> logits, TokenId chosen, int32_t
     TokenLogprob entry{static_cast<TokenId>(i), static_cast<float>(clean(logits[i]))};
     if (top.size() < n_keep) {
       top.push_back(entry);
-      std::push_heap(top.begin(), top.end(), ranks_before);
-    } else if (ranks_before(entry, top.front())) {
-      std::pop_heap(top.begin(), top.end(), ranks_before);
+      std::push_heap(top.begin(), top.end(), logprob_ranks_before);
+    } else if (logprob_ranks_before(entry, top.front())) {
+      std::pop_heap(top.begin(), top.end(), logprob_ranks_before);
       top.back() = entry;
-      std::push_heap(top.begin(), top.end(), ranks_before);
+      std::push_heap(top.begin(), top.end(), logprob_ranks_before);
     }
   }
-  std::sort_heap(top.begin(), top.end(), ranks_before);
+  std::sort_heap(top.begin(), top.end(), logprob_ranks_before);
   for (TokenLogprob& entry : top) entry.logprob = logprob_of(static_cast<size_t>(entry.id));
   return result;
 }

@@ -23,21 +23,6 @@ bool pre_type_ignores_merges(std::string_view pre) {
   return false;
 }
 
-// "<0xAB>" -> 0xAB, for BYTE tokens (an SPM convention that a BPE vocab may still carry).
-std::optional<uint8_t> parse_byte_token(std::string_view text) {
-  if (text.size() != 6 || text.substr(0, 3) != "<0x" || text[5] != '>') return std::nullopt;
-  int value = 0;
-  for (char c : text.substr(3, 2)) {
-    int digit = c >= '0' && c <= '9'   ? c - '0'
-                : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                       : -1;
-    if (digit < 0) return std::nullopt;
-    value = value * 16 + digit;
-  }
-  return static_cast<uint8_t>(value);
-}
-
 class BpeTokenizer final : public Tokenizer {
  public:
   // Two-step construction: the members below keep views into vocab_, so they are built only
@@ -72,7 +57,7 @@ class BpeTokenizer final : public Tokenizer {
         // Added tokens are stored as the raw text they stand for, not byte-mapped.
         return text;
       case TokenType::BYTE:
-        if (std::optional<uint8_t> byte = parse_byte_token(text)) {
+        if (std::optional<uint8_t> byte = byte_token_value(text)) {
           return std::string(1, static_cast<char>(*byte));
         }
         return text;

@@ -47,21 +47,6 @@ uint32_t char_code(const char* text, size_t length) {
   return code;
 }
 
-// "<0xAB>" -> 0xAB; -1 when `text` is not a byte token's text.
-int parse_byte_token(std::string_view text) {
-  if (text.size() != 6 || text.substr(0, 3) != "<0x" || text[5] != '>') return -1;
-  int value = 0;
-  for (char c : text.substr(3, 2)) {
-    int digit = (c >= '0' && c <= '9')   ? c - '0'
-                : (c >= 'A' && c <= 'F') ? c - 'A' + 10
-                : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-                                         : -1;
-    if (digit < 0) return -1;
-    value = value * 16 + digit;
-  }
-  return value;
-}
-
 class SpmTokenizer final : public Tokenizer {
  public:
   explicit SpmTokenizer(Vocab vocab) : Tokenizer(std::move(vocab)) {}
@@ -113,12 +98,12 @@ Status SpmTokenizer::init() {
     token_index_[text] = id;
     const TokenType type = vocab_.types[id];
     if (type == TokenType::BYTE) {
-      int value = parse_byte_token(text);
-      if (value < 0) {
+      const std::optional<uint8_t> value = byte_token_value(text);
+      if (!value) {
         return Error{"byte token " + std::to_string(id) + " has text '" + text +
                      "' (expected <0xXX>)"};
       }
-      byte_values_[id] = static_cast<int16_t>(value);
+      byte_values_[id] = static_cast<int16_t>(*value);
     }
     if ((type == TokenType::CONTROL || type == TokenType::USER_DEFINED ||
          type == TokenType::UNKNOWN) &&

@@ -199,4 +199,18 @@ Result<Vocab> load_vocab(const GgufFile& file) {
   return vocab;
 }
 
+std::optional<uint8_t> byte_token_value(std::string_view text) {
+  if (text.size() != 6 || text.substr(0, 3) != "<0x" || text[5] != '>') return std::nullopt;
+  int value = 0;
+  for (char c : text.substr(3, 2)) {
+    const int digit = c >= '0' && c <= '9'   ? c - '0'
+                      : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                      : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                             : -1;
+    if (digit < 0) return std::nullopt;
+    value = value * 16 + digit;
+  }
+  return static_cast<uint8_t>(value);
+}
+
 }  // namespace trellis

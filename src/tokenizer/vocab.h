@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
@@ -44,6 +46,9 @@ struct Vocab {
 
   int32_t size() const { return static_cast<int32_t>(tokens.size()); }
 };
+
+// The byte a BYTE token's text "<0xAB>" stands for (0xAB); nullopt for any other text.
+std::optional<uint8_t> byte_token_value(std::string_view text);
 
 // Reads the vocab of a GGUF file. Kind-specific defaults follow llama.cpp's conventions
 // (SPM: add_bos and add_space_prefix true unless the file says otherwise).
