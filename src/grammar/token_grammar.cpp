@@ -1,0 +1,77 @@
+#include "grammar/token_grammar.h"
+
+#include <limits>
+
+namespace trellis {
+
+TokenGrammar::TokenGrammar(std::shared_ptr<const Grammar> grammar,
+                           std::shared_ptr<const TokenTrie> trie, int32_t max_states,
+                           int32_t max_cached_masks)
+    : automaton_(std::move(grammar), max_states),
+      trie_(std::move(trie)),
+      max_cached_masks_(std::max(max_cached_masks, 1)),
+      walk_states_(static_cast<size_t>(trie_->max_depth()) + 1) {}
+
+const TokenMask& TokenGrammar::mask(StateId state) {
+  auto it = masks_.find(state);
+  if (it != masks_.end()) {
+    ++stats_.n_mask_hits;
+    return it->second;
+  }
+  if (static_cast<int32_t>(masks_.size()) >= max_cached_masks_) masks_.clear();
+  TokenMask& mask = masks_[state];
+  const auto start = std::chrono::steady_clock::now();
+  compute_mask(state, mask);
+  stats_.compute_ms +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  ++stats_.n_masks_computed;
+  return mask;
+}
+
+// One pass over the trie in depth-first order: walk_states_[d] is the state after the first d
+// bytes of the current node's path. A refused byte skips the node's whole subtree.
+void TokenGrammar::compute_mask(StateId state, TokenMask& mask) {
+  mask.assign((static_cast<size_t>(trie_->vocab_size()) + 63) / 64, 0);
+  const std::vector<TokenTrie::Node>& nodes = trie_->nodes();
+  const std::vector<TokenId>& token_ids = trie_->token_ids();
+  const size_t n_nodes = trie_->n_nodes();
+  walk_states_[0] = state;
+  for (size_t i = 0; i < n_nodes;) {
+    const TokenTrie::Node& node = nodes[i];
+    const StateId next = automaton_.advance(walk_states_[node.depth - 1u], node.byte);
+    if (next < 0) {
+      i = node.subtree_end;
+      continue;
+    }
+    walk_states_[node.depth] = next;
+    for (uint32_t t = node.tokens_begin; t < nodes[i + 1].tokens_begin; ++t)
+      mask[static_cast<size_t>(token_ids[t]) >> 6] |= uint64_t{1} << (token_ids[t] & 63);
+    ++i;
+  }
+}
+
+TokenGrammar::StateId TokenGrammar::advance(StateId state, TokenId token) {
+  const std::string_view piece = trie_->piece(token);
+  if (piece.empty()) return GrammarAutomaton::kReject;
+  return automaton_.advance(state, piece);
+}
+
+int TokenGrammar::forced_byte(StateId state) const {
+  if (automaton_.is_accepting(state)) return -1;  // ending is an alternative
+  const ByteSet& allowed = automaton_.allowed_bytes(state);
+  return allowed.count() == 1 ? allowed.single() : -1;
+}
+
+void apply_token_mask(std::span<float> logits, const TokenMask& mask) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  for (size_t word = 0; word < mask.size(); ++word) {
+    uint64_t refused = ~mask[word];
+    if (refused == 0) continue;
+    const size_t base = word * 64;
+    const size_t end = std::min(base + 64, logits.size());
+    for (size_t id = base; id < end; ++id)
+      if ((refused >> (id - base)) & 1) logits[id] = kNegInf;
+  }
+}
+
+}  // namespace trellis
