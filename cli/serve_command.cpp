@@ -21,6 +21,9 @@ struct ServeArgs {
   HttpFrontOptions front;
   std::string chat_template;
   std::string model_name;
+  std::string json_whitespace = "compact";
+  int64_t grammar_max_elements = GrammarLimits{}.max_elements;
+  bool no_jump_forward = false;
 };
 
 std::string model_name_of(const std::string& path) {
@@ -39,6 +42,14 @@ Result<ServerConfig> server_config(ServeArgs& args) {
     config->chat_template = *kind;
   }
   config->model_id = args.model_name.empty() ? model_name_of(args.engine.model) : args.model_name;
+  if (args.json_whitespace == "flexible") {
+    config->json_grammar.whitespace = JsonWhitespace::FLEXIBLE;
+  } else if (args.json_whitespace != "compact") {
+    return Error{"--json-whitespace must be compact or flexible, not '" + args.json_whitespace + "'"};
+  }
+  if (args.grammar_max_elements < 1000)
+    return Error{"--grammar-max-elements must be at least 1000"};
+  config->json_grammar.limits.max_elements = args.grammar_max_elements;
   return config;
 }
 
@@ -75,7 +86,8 @@ int run_serve(ServeArgs& args) {
   std::thread serving([&server] { server.serve(); });
   std::fprintf(stderr, "listening on http://%s:%d (loading %s)\n", config->host.c_str(),
                server.port(), args.engine.model.c_str());
-  std::unique_ptr<Engine> engine = args.engine.open_engine([&waiter](EngineConfig& c) {
+  std::unique_ptr<Engine> engine = args.engine.open_engine([&waiter, &args](EngineConfig& c) {
+    c.jump_forward = !args.no_jump_forward;
     // New requests get 503s (the service sees the failure) while the server shuts down.
     c.on_failure = [&waiter, next = c.on_failure](const std::string& why) {
       if (next) next(why);
@@ -125,6 +137,17 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                   "(default: from the model)");
   cmd->add_option("--model-name", args->model_name,
                   "Model id in the API (default: the file name without .gguf)");
+  cmd->add_option("--json-whitespace", args->json_whitespace,
+                  "Whitespace in schema-constrained JSON: compact (none, as OpenAI's strict mode "
+                  "writes it) or flexible (bounded runs around punctuation)")
+      ->capture_default_str();
+  cmd->add_option("--grammar-max-elements", args->grammar_max_elements,
+                  "Largest compiled grammar (elements, repetitions expanded) a request's schema, "
+                  "regex or GBNF may make; larger ones get 400")
+      ->capture_default_str();
+  cmd->add_flag("--no-jump-forward", args->no_jump_forward,
+                "Sample every token of a constrained reply, also where the grammar allows one "
+                "continuation only");
   cmd->callback([&exit_code, args] { exit_code = run_serve(*args); });
 }
 

@@ -15,6 +15,7 @@
 #include "engine/pipeline_executor.h"
 #include "engine/stop_matcher.h"
 #include "sample/rng.h"
+#include "engine/constrained_decoding.h"
 #include "sample/sampler.h"
 
 namespace trellis {
@@ -111,6 +112,8 @@ struct Engine::Request : Sequence {
   StopCondition condition;
   std::optional<Sampler> sampler;
   std::optional<StopMatcher> stop;
+  std::optional<GrammarCursor> grammar;  // a constrained request's place in its grammar
+  std::vector<float> masked_logits;      // [n_vocab] the row it samples from (constrained)
   RequestEvents events;
   std::string step_text;         // the text of the token being emitted; reused, sized at submission
   int32_t n_tokens_unshown = 0;  // generated tokens whose text no on_text event has carried yet
@@ -229,6 +232,8 @@ Status Engine::init_loop(const EngineConfig& config) {
   active_.reserve(static_cast<size_t>(sc.max_seqs));
   stats_.n_blocks_total = blocks_->n_total();
   stats_.n_blocks_free = blocks_->n_free();
+  grammars_ = std::make_unique<GrammarRegistry>(*tokenizer_);
+  jump_forward_ = config.jump_forward;
   return {};
 }
 
@@ -392,6 +397,10 @@ Result<std::shared_ptr<Engine::Request>> Engine::make_request(EngineRequest para
   if (!sampler.ok()) return sampler.error();
   r->sampler.emplace(std::move(sampler).value());
   r->stop.emplace(r->condition, *tokenizer_);
+  if (params.grammar) {
+    r->grammar.emplace(grammars_->cursor(params.grammar));
+    r->masked_logits.reserve(static_cast<size_t>(n_vocab_));
+  }
   r->channel = std::make_shared<RequestChannel>();
   r->channel->prompt = params.prompt;
   r->channel->cache_namespace = params.cache_namespace;
@@ -764,6 +773,7 @@ void Engine::fail(const std::string& why) {
 
 void Engine::refresh_stats(int64_t n_new_preemptions, double plan_ms) {
   std::lock_guard<std::mutex> lock(mutex_);
+  stats_.n_forced_tokens = n_forced_tokens_;
   stats_.n_blocks_free = blocks_->n_free();
   stats_.n_blocks_in_use = blocks_->n_in_use();
   stats_.n_blocks_cached = blocks_->n_cached();
@@ -830,7 +840,18 @@ void Engine::fork_branches(Request& parent, const float* logits) {
 
 void Engine::sample_and_emit(Request& r, const float* logits) {
   const std::span<const float> row(logits, static_cast<size_t>(n_vocab_));
-  const TokenId next = r.sampler->sample(row, r.tokens);
+  std::span<const float> sample_row = row;
+  if (r.grammar) {
+    if (!r.grammar->mask(row, r.condition.stop_token_ids, r.masked_logits)) {
+      r.output.error = r.grammar->grammar().automaton().overflowed()
+                           ? "the grammar is too ambiguous to follow (its automaton is full)"
+                           : "no token of the vocabulary continues the grammar here";
+      finish(r, FinishReason::ERROR);
+      return;
+    }
+    sample_row = r.masked_logits;
+  }
+  const TokenId next = r.sampler->sample(sample_row, r.tokens);
   if (r.params.return_logits) r.output.logits.emplace_back(row.begin(), row.end());
   if (r.params.logprobs >= 0 && !r.condition.is_stop_token(next)) {
     Logprobs entry = compute_logprobs(row, next, r.params.logprobs);
@@ -846,6 +867,13 @@ void Engine::sample_and_emit(Request& r, const float* logits) {
     r.tokens.push_back(next);
     r.output.tokens.push_back(next);
     ++r.n_tokens_unshown;
+    if (r.grammar && finished == FinishReason::NONE) {
+      const GrammarCursor::Advance advanced = r.grammar->advance(next);
+      if (advanced == GrammarCursor::Advance::COMPLETE)
+        finished = r.stop->finish(FinishReason::STOP, text);
+      else if (advanced == GrammarCursor::Advance::CONTINUE)
+        finished = append_forced_tokens(r, text);
+    }
   }
   // The next step computes position size() - 1, which must lie inside the context.
   if (finished == FinishReason::NONE && r.size() > n_ctx_) {
@@ -862,6 +890,34 @@ void Engine::sample_and_emit(Request& r, const float* logits) {
     }
   }
   if (finished != FinishReason::NONE) finish(r, finished);
+}
+
+FinishReason Engine::append_forced_tokens(Request& r, std::string& text) {
+  if (!jump_forward_ || r.params.logprobs >= 0 || r.params.return_logits) return FinishReason::NONE;
+  // Each forced token becomes one more position to compute; stay inside the context and the
+  // request's reserved size.
+  const int32_t room = std::min(n_ctx_, r.max_size > 0 ? r.max_size : n_ctx_) - r.size();
+  if (room <= 0) return FinishReason::NONE;
+  constexpr size_t kMaxForcedBytes = 256;
+  const std::vector<TokenId> forced = r.grammar->forced_tokens(kMaxForcedBytes);
+  FinishReason finished = FinishReason::NONE;
+  for (size_t i = 0; i < forced.size() && static_cast<int32_t>(i) < room; ++i) {
+    const TokenId token = forced[i];
+    finished = r.stop->push(token, text);
+    r.tokens.push_back(token);
+    r.output.tokens.push_back(token);
+    ++r.n_tokens_unshown;
+    ++r.output.stats.n_forced_tokens;
+    ++n_forced_tokens_;
+    if (finished != FinishReason::NONE) break;
+    const GrammarCursor::Advance advanced = r.grammar->advance(token);
+    if (advanced == GrammarCursor::Advance::COMPLETE) return r.stop->finish(FinishReason::STOP, text);
+    if (advanced == GrammarCursor::Advance::FAILED) {  // forced_tokens() spelled it: cannot be
+      r.output.error = "jump-forward left the grammar";
+      return FinishReason::ERROR;
+    }
+  }
+  return finished;
 }
 
 void Engine::finish(Request& r, FinishReason reason) {

@@ -32,6 +32,7 @@
 #include "gguf/gguf_file.h"
 #include "kv/block_pool.h"
 #include "kv/kv_storage.h"
+#include "grammar/grammar.h"
 #include "kvdisk/disk_tier.h"
 #include "model/model.h"
 #include "prefix/prefix_cache.h"
@@ -66,6 +67,10 @@ struct EngineConfig {
   std::string cache_dir;
   int64_t cache_disk_bytes = int64_t{20} << 30;      // the tier's budget
   std::function<void(const std::string&)> disk_log;  // its one-line notices; default stderr
+  // Grammar-constrained requests: where the grammar admits one continuation only, append its
+  // tokens as one prefill chunk instead of sampling them one by one (requests that ask for
+  // logprobs or logits are always sampled token by token).
+  bool jump_forward = true;
 };
 
 struct EngineRequest {
@@ -87,6 +92,10 @@ struct EngineRequest {
   // then computed, never served by the prefix cache (cached positions have no logits); with
   // max_tokens 0 nothing is generated.
   bool return_prompt_logits = false;
+  // Constrains the output to the grammar's language (null: free text). The output ends (STOP) as
+  // soon as nothing can follow; stop tokens are allowed only where the grammar may end. Requests
+  // that share a grammar object share its cached token masks.
+  std::shared_ptr<const Grammar> grammar;
 };
 
 // A greedy request that generates exactly max_tokens tokens (end of sequence ignored): the same
@@ -99,6 +108,7 @@ struct RequestStats {
   int32_t n_disk_cached_tokens = 0;  // of those, the ones loaded from the disk tier for it
   double disk_load_ms = 0;           // reading them (while the request waited)
   int32_t n_generated_tokens = 0;
+  int32_t n_forced_tokens = 0;  // of those, appended by jump-forward (a grammar's only way on)
   int32_t n_blocks_allocated = 0;
   int32_t n_blocks_acquired = 0;
   int32_t n_preemptions = 0;
@@ -161,6 +171,7 @@ struct EngineBackend {
 // The shared state between the engine loop and one request's handle.
 struct RequestChannel;
 class DiskPrefixTier;
+class GrammarRegistry;
 struct KvRuntime;
 
 class RequestHandle {
@@ -203,6 +214,7 @@ struct EngineStats {
   int64_t n_cache_leaves = 0;  // radix tree leaves: cached sequences that extend no other
   int64_t n_steps = 0;
   int64_t n_preemptions = 0;
+  int64_t n_forced_tokens = 0;  // tokens jump-forward appended instead of sampling, in total
   double scheduler_ms = 0;          // time spent planning steps, in total
   int32_t max_steps_in_flight = 0;  // the most steps down a pipeline at once (1 in one process)
   bool has_disk_tier = false;
@@ -304,6 +316,9 @@ class Engine {
   void on_logits(Request& request, const float* logits);
   void fork_branches(Request& parent, const float* logits);
   void sample_and_emit(Request& request, const float* logits);
+  // After a sampled token: appends the tokens the request's grammar forces (jump-forward) to
+  // `text` and the request. Returns the finish reason they lead to (NONE: go on).
+  FinishReason append_forced_tokens(Request& request, std::string& text);
   // Keeps the prompt rows of a chunk's logits (return_prompt_logits). `logits` holds the chunk's
   // last n_rows rows.
   void keep_prompt_logits(Request& request, const ScheduledChunk& chunk, const float* logits,
@@ -345,6 +360,8 @@ class Engine {
   std::unique_ptr<DiskPrefixTier> disk_;  // null without --cache-dir
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<StepExecutor> executor_;  // reads model_ and kv_: declared after them
+  std::unique_ptr<GrammarRegistry> grammars_;
+  bool jump_forward_ = true;
   int32_t n_ctx_ = 0;
   int32_t n_vocab_ = 0;
   std::function<void(const std::string&)> on_failure_;
@@ -358,6 +375,7 @@ class Engine {
   size_t n_in_flight_ = 0;
   size_t max_in_flight_ = 0;
   std::string failed_;  // failure_, as the loop thread knows it (read without the lock)
+  int64_t n_forced_tokens_ = 0;  // jump-forward's tokens (EngineStats::n_forced_tokens)
 
   // Shared with callers, under mutex_.
   mutable std::mutex mutex_;

@@ -50,4 +50,22 @@ TokenTrie::TokenTrie(std::span<const std::string_view> pieces)
   nodes_.push_back({static_cast<uint32_t>(nodes_.size() + 1), static_cast<uint32_t>(token_ids_.size()), 0, 0});
 }
 
+std::pair<TokenId, size_t> TokenTrie::longest_prefix(std::string_view text) const {
+  std::pair<TokenId, size_t> best{kNoToken, 0};
+  // Descend: the children of node i are the nodes of depth + 1 in (i, subtree_end), each
+  // followed by its own subtree.
+  size_t begin = 0, end = n_nodes();
+  for (size_t depth = 0; depth < text.size(); ++depth) {
+    const auto byte = static_cast<uint8_t>(text[depth]);
+    size_t child = begin;
+    while (child < end && nodes_[child].byte != byte) child = nodes_[child].subtree_end;
+    if (child >= end) break;
+    if (nodes_[child].tokens_begin < nodes_[child + 1].tokens_begin)
+      best = {token_ids_[nodes_[child].tokens_begin], depth + 1};
+    begin = child + 1;
+    end = nodes_[child].subtree_end;
+  }
+  return best;
+}
+
 }  // namespace trellis

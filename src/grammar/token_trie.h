@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/token_id.h"
@@ -27,6 +28,9 @@ class TokenTrie {
   explicit TokenTrie(std::span<const std::string_view> pieces);
 
   int32_t vocab_size() const { return vocab_size_; }
+  // The token with the longest piece that is a prefix of `text` (ties: the lowest id), and that
+  // piece's length; {kNoToken, 0} when no piece is.
+  std::pair<TokenId, size_t> longest_prefix(std::string_view text) const;
   // The bytes of token `id` (empty for a control token).
   std::string_view piece(TokenId id) const {
     const auto i = static_cast<size_t>(id);

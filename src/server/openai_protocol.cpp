@@ -9,7 +9,9 @@
 namespace trellis {
 namespace {
 
-using nlohmann::json;
+// Ordered: a JSON schema's properties keep the order the client wrote them in (the order the
+// constrained reply writes them in).
+using OrderedJson = nlohmann::ordered_json;
 
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
@@ -18,7 +20,7 @@ constexpr double kTwoPow63 = 9223372036854775808.0;
 constexpr double kTwoPow64 = 18446744073709551616.0;
 
 // "a string", "an object", ...: the JSON type of a value for error messages.
-std::string a_type(const json& value) {
+std::string a_type(const OrderedJson& value) {
   const std::string name = value.type_name();
   const bool vowel = name == "array" || name == "object";
   return (vowel ? "an " : "a ") + name;
@@ -38,7 +40,7 @@ class FieldReader {
   }
 
   // The field `key` of `object`, or nullptr when missing or null (or after an error).
-  const json* find(const json& object, const char* key) const {
+  const OrderedJson* find(const OrderedJson& object, const char* key) const {
     if (error_) return nullptr;
     auto it = object.find(key);
     if (it == object.end() || it->is_null()) return nullptr;
@@ -46,37 +48,37 @@ class FieldReader {
   }
 
   // `path` is the field's full name for messages and param ("stream_options.include_usage").
-  std::optional<bool> boolean(const json& object, const char* key, const std::string& path) {
-    const json* value = find(object, key);
+  std::optional<bool> boolean(const OrderedJson& object, const char* key, const std::string& path) {
+    const OrderedJson* value = find(object, key);
     if (value == nullptr) return std::nullopt;
     if (!value->is_boolean()) return type_error(path, "a boolean", *value);
     return value->get<bool>();
   }
-  std::optional<bool> boolean(const json& object, const char* key) {
+  std::optional<bool> boolean(const OrderedJson& object, const char* key) {
     return boolean(object, key, key);
   }
 
-  std::optional<std::string> string(const json& object, const char* key, const std::string& path) {
-    const json* value = find(object, key);
+  std::optional<std::string> string(const OrderedJson& object, const char* key, const std::string& path) {
+    const OrderedJson* value = find(object, key);
     if (value == nullptr) return std::nullopt;
     if (!value->is_string()) return type_error(path, "a string", *value);
     return value->get<std::string>();
   }
-  std::optional<std::string> string(const json& object, const char* key) {
+  std::optional<std::string> string(const OrderedJson& object, const char* key) {
     return string(object, key, key);
   }
 
   // Any JSON number (integers included), narrowed to float. Values beyond float's range become
   // +-inf, which the range checks of SamplingParams::validate() reject.
-  std::optional<float> number(const json& object, const char* key) {
-    const json* value = find(object, key);
+  std::optional<float> number(const OrderedJson& object, const char* key) {
+    const OrderedJson* value = find(object, key);
     if (value == nullptr) return std::nullopt;
     if (!value->is_number()) return type_error(key, "a number", *value);
     return static_cast<float>(value->get<double>());
   }
 
   // An integer in [min, max]; JSON floats with an integral value count as integers.
-  std::optional<int64_t> integer_value(const json& value, const std::string& path, int64_t min,
+  std::optional<int64_t> integer_value(const OrderedJson& value, const std::string& path, int64_t min,
                                        int64_t max) {
     if (error_) return std::nullopt;
     std::optional<int64_t> result;
@@ -103,15 +105,15 @@ class FieldReader {
     }
     return result;
   }
-  std::optional<int64_t> integer(const json& object, const char* key, int64_t min, int64_t max) {
-    const json* value = find(object, key);
+  std::optional<int64_t> integer(const OrderedJson& object, const char* key, int64_t min, int64_t max) {
+    const OrderedJson* value = find(object, key);
     if (value == nullptr) return std::nullopt;
     return integer_value(*value, key, min, max);
   }
 
   // Any integer from INT64_MIN to UINT64_MAX; negative values wrap modulo 2^64.
-  std::optional<uint64_t> seed(const json& object, const char* key) {
-    const json* value = find(object, key);
+  std::optional<uint64_t> seed(const OrderedJson& object, const char* key) {
+    const OrderedJson* value = find(object, key);
     if (value == nullptr) return std::nullopt;
     if (value->is_number_unsigned()) return value->get<uint64_t>();
     if (value->is_number_integer()) return static_cast<uint64_t>(value->get<int64_t>());
@@ -129,7 +131,7 @@ class FieldReader {
   }
 
   // Records "<path> must be <expected>, got <type>" and returns nullopt (of any optional type).
-  std::nullopt_t type_error(const std::string& path, const char* expected, const json& value) {
+  std::nullopt_t type_error(const std::string& path, const char* expected, const OrderedJson& value) {
     fail(path + " must be " + expected + ", got " + a_type(value), path);
     return std::nullopt;
   }
@@ -140,28 +142,28 @@ class FieldReader {
 
 struct TooDeep {};
 
-ApiResult<json> parse_body(std::string_view body, int32_t max_depth) {
-  json value;
+ApiResult<OrderedJson> parse_body(std::string_view body, int32_t max_depth) {
+  OrderedJson value;
   // Called as each value opens: aborts the parse at the first one nested too deep.
-  const json::parser_callback_t depth_guard = [max_depth](int depth, json::parse_event_t event,
-                                                          json&) {
-    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+  const OrderedJson::parser_callback_t depth_guard = [max_depth](int depth, OrderedJson::parse_event_t event,
+                                                          OrderedJson&) {
+    if ((event == OrderedJson::parse_event_t::object_start || event == OrderedJson::parse_event_t::array_start) &&
         depth >= max_depth) {
       throw TooDeep{};
     }
     return true;
   };
   try {
-    value = json::parse(body.begin(), body.end(), depth_guard);
+    value = OrderedJson::parse(body.begin(), body.end(), depth_guard);
   } catch (const TooDeep&) {
     return invalid_request_error(
         "request body nests arrays or objects deeper than " + std::to_string(max_depth) + " levels",
         std::nullopt);
-  } catch (const json::parse_error& error) {
+  } catch (const OrderedJson::parse_error& error) {
     return invalid_request_error(
         "request body is not valid JSON (error at byte " + std::to_string(error.byte) + ")",
         std::nullopt);
-  } catch (const json::exception& error) {  // a number beyond double range, say 1e400
+  } catch (const OrderedJson::exception& error) {  // a number beyond double range, say 1e400
     return invalid_request_error(
         std::string("request body is not acceptable JSON: ") + error.what(), std::nullopt);
   }
@@ -172,7 +174,7 @@ ApiResult<json> parse_body(std::string_view body, int32_t max_depth) {
   return value;
 }
 
-SamplingOptions read_sampling(FieldReader& reader, const json& body) {
+SamplingOptions read_sampling(FieldReader& reader, const OrderedJson& body) {
   SamplingOptions options;
   options.temperature = reader.number(body, "temperature");
   options.top_p = reader.number(body, "top_p");
@@ -189,9 +191,9 @@ SamplingOptions read_sampling(FieldReader& reader, const json& body) {
 }
 
 // "stop": a string, or an array of at most limits.max_stop_strings strings; none may be empty.
-std::vector<std::string> read_stop(FieldReader& reader, const json& body,
+std::vector<std::string> read_stop(FieldReader& reader, const OrderedJson& body,
                                    const ProtocolLimits& limits) {
-  const json* value = reader.find(body, "stop");
+  const OrderedJson* value = reader.find(body, "stop");
   if (value == nullptr) return {};
   if (value->is_string()) {
     if (value->get_ref<const std::string&>().empty()) {
@@ -212,7 +214,7 @@ std::vector<std::string> read_stop(FieldReader& reader, const json& body,
   }
   std::vector<std::string> stop;
   for (size_t i = 0; i < value->size(); ++i) {
-    const json& item = (*value)[i];
+    const OrderedJson& item = (*value)[i];
     const std::string path = "stop[" + std::to_string(i) + "]";
     if (!item.is_string()) {
       reader.type_error(path, "a string", item);
@@ -233,42 +235,27 @@ std::vector<std::string> read_stop(FieldReader& reader, const json& body,
 struct UnimplementedField {
   const char* name;
   const char* what_it_asks;  // completes "<name> (...) is not supported"
-  bool (*harmless)(const json& value, const json& body);
+  bool (*harmless)(const OrderedJson& value, const OrderedJson& body);
 };
 
-bool is_empty(const json& value, const json&) {
+bool is_empty(const OrderedJson& value, const OrderedJson&) {
   return value.empty() || (value.is_string() && value.get_ref<const std::string&>().empty());
 }
-bool is_plain_text_format(const json& value, const json&) {
-  return value.is_object() && value.size() == 1 && value.value("type", "") == "text";
-}
-bool asks_for_no_call(const json& value, const json&) {
+bool asks_for_no_call(const OrderedJson& value, const OrderedJson&) {
   return value.is_string() && (value == "none" || value == "auto");
 }
-bool never_harmless(const json&, const json&) {
-  return false;
-}
 // best_of equal to n (1 when n is absent) returns every sequence generated: what n alone does.
-bool best_of_equals_n(const json& value, const json& body) {
-  const json n = body.value("n", json(1));
+bool best_of_equals_n(const OrderedJson& value, const OrderedJson& body) {
+  const OrderedJson n = body.value("n", OrderedJson(1));
   return value.is_number_integer() && n.is_number_integer() && value == n;
 }
 
 constexpr UnimplementedField kSharedUnimplemented[] = {
     {"logit_bias", "biasing token logits", is_empty},
-    {"response_format", "structured output; only {\"type\": \"text\"} is served",
-     is_plain_text_format},
     {"tools", "tool calls", is_empty},
     {"tool_choice", "forcing a tool call", asks_for_no_call},
     {"functions", "function calls, the older form of tools", is_empty},
     {"function_call", "forcing a function call", asks_for_no_call},
-    {"grammar", "grammar-constrained output", never_harmless},
-    {"guided_json", "JSON-schema-constrained output", never_harmless},
-    {"guided_regex", "regex-constrained output", never_harmless},
-    {"guided_choice", "choice-constrained output", never_harmless},
-    {"guided_grammar", "grammar-constrained output", never_harmless},
-    {"json_schema", "JSON-schema-constrained output", never_harmless},
-    {"regex", "regex-constrained output", never_harmless},
 };
 constexpr UnimplementedField kCompletionUnimplemented[] = {
     {"best_of", "ranking more sequences than are returned; best_of equal to n is served",
@@ -276,19 +263,135 @@ constexpr UnimplementedField kCompletionUnimplemented[] = {
     {"suffix", "text inserted after the completion", is_empty},
 };
 
-void refuse_unimplemented(FieldReader& reader, const json& body,
+void refuse_unimplemented(FieldReader& reader, const OrderedJson& body,
                           std::span<const UnimplementedField> fields) {
   for (const UnimplementedField& field : fields) {
-    const json* value = reader.find(body, field.name);
+    const OrderedJson* value = reader.find(body, field.name);
     if (value == nullptr || field.harmless(*value, body)) continue;
     reader.fail(std::string(field.name) + " (" + field.what_it_asks + ") is not supported",
                 field.name);
   }
 }
 
+// A JSON schema given as an object or a boolean (or, for vLLM's guided_json, as JSON text).
+std::optional<OrderedJson> read_schema(FieldReader& reader, const OrderedJson& value, const std::string& path,
+                                bool text_allowed) {
+  if (value.is_object() || value.is_boolean()) return value;
+  if (text_allowed && value.is_string()) {
+    OrderedJson parsed = OrderedJson::parse(value.get<std::string>(), nullptr, /*allow_exceptions=*/false);
+    if (!parsed.is_discarded() && (parsed.is_object() || parsed.is_boolean())) return parsed;
+    reader.fail(path + " is not a JSON schema (an object)", path);
+    return std::nullopt;
+  }
+  reader.type_error(path, "a JSON schema (an object)", value);
+  return std::nullopt;
+}
+
+// response_format: {"type": "text" | "json_object" | "json_schema", ...}.
+std::optional<OutputConstraint> read_response_format(FieldReader& reader, const OrderedJson& format) {
+  if (!format.is_object()) {
+    reader.type_error("response_format", "an object", format);
+    return std::nullopt;
+  }
+  const std::string type = reader.string(format, "type", "response_format.type").value_or("");
+  OutputConstraint c;
+  if (type == "text" || reader.failed()) return std::nullopt;
+  if (type == "json_object") {
+    // llama.cpp's form {"type": "json_object", "schema": {...}} constrains to the schema.
+    if (const OrderedJson* schema = reader.find(format, "schema")) {
+      std::optional<OrderedJson> s = read_schema(reader, *schema, "response_format.schema", false);
+      if (!s) return std::nullopt;
+      return OutputConstraint{OutputConstraint::Kind::JSON_SCHEMA, *s, "", {},
+                              "response_format.schema"};
+    }
+    return OutputConstraint{OutputConstraint::Kind::JSON_OBJECT, {}, "", {}, "response_format"};
+  }
+  if (type == "json_schema") {
+    const OrderedJson* spec = reader.find(format, "json_schema");
+    if (spec == nullptr || !spec->is_object()) {
+      reader.fail("response_format.json_schema must be an object with a schema",
+                  "response_format.json_schema");
+      return std::nullopt;
+    }
+    (void)reader.string(*spec, "name", "response_format.json_schema.name");
+    (void)reader.boolean(*spec, "strict", "response_format.json_schema.strict");
+    const OrderedJson* schema = reader.find(*spec, "schema");
+    if (schema == nullptr) {  // OpenAI's default: any JSON object
+      return OutputConstraint{OutputConstraint::Kind::JSON_OBJECT, {}, "", {},
+                              "response_format.json_schema"};
+    }
+    std::optional<OrderedJson> s = read_schema(reader, *schema, "response_format.json_schema.schema", false);
+    if (!s) return std::nullopt;
+    return OutputConstraint{OutputConstraint::Kind::JSON_SCHEMA, *s, "", {},
+                            "response_format.json_schema.schema"};
+  }
+  reader.fail("response_format.type must be \"text\", \"json_object\" or \"json_schema\"" +
+                  (type.empty() ? std::string() : ", not \"" + type + "\""),
+              "response_format.type");
+  return std::nullopt;
+}
+
+// One of the constraint fields, by its name.
+std::optional<OutputConstraint> read_constraint_field(FieldReader& reader, const OrderedJson& value,
+                                                      const std::string& name) {
+  using Kind = OutputConstraint::Kind;
+  if (name == "response_format") return read_response_format(reader, value);
+  if (name == "json_schema" || name == "guided_json") {
+    std::optional<OrderedJson> s = read_schema(reader, value, name, name == "guided_json");
+    if (!s) return std::nullopt;
+    return OutputConstraint{Kind::JSON_SCHEMA, *s, "", {}, name};
+  }
+  if (name == "grammar" || name == "guided_grammar" || name == "regex" || name == "guided_regex") {
+    if (!value.is_string() || value.get_ref<const std::string&>().empty()) {
+      reader.type_error(name, "a non-empty string", value);
+      return std::nullopt;
+    }
+    const bool is_grammar = name.find("grammar") != std::string::npos;
+    return OutputConstraint{is_grammar ? Kind::GBNF : Kind::REGEX, {}, value.get<std::string>(),
+                            {}, name};
+  }
+  // choice, guided_choice: a non-empty list of strings.
+  if (!value.is_array() || value.empty()) {
+    reader.type_error(name, "a non-empty array of strings", value);
+    return std::nullopt;
+  }
+  OutputConstraint c{Kind::CHOICE, {}, "", {}, name};
+  for (size_t i = 0; i < value.size(); ++i) {
+    if (!value[i].is_string()) {
+      reader.type_error(name + "[" + std::to_string(i) + "]", "a string", value[i]);
+      return std::nullopt;
+    }
+    c.choices.push_back(value[i].get<std::string>());
+  }
+  return c;
+}
+
+// At most one of the fields that constrain the output.
+std::optional<OutputConstraint> read_output_constraint(FieldReader& reader, const OrderedJson& body) {
+  static const char* const kFields[] = {"response_format", "json_schema", "grammar", "regex",
+                                        "choice", "guided_json", "guided_grammar", "guided_regex",
+                                        "guided_choice"};
+  std::optional<OutputConstraint> constraint;
+  std::string first;
+  for (const char* name : kFields) {
+    const OrderedJson* value = reader.find(body, name);
+    if (value == nullptr) continue;
+    std::optional<OutputConstraint> c = read_constraint_field(reader, *value, name);
+    if (reader.failed() || !c) continue;
+    if (constraint) {
+      reader.fail("only one output constraint may be given, not both " + first + " and " + name,
+                  name);
+      return std::nullopt;
+    }
+    constraint = std::move(c);
+    first = name;
+  }
+  return constraint;
+}
+
 // The fields both endpoints share. Request is CompletionRequest or ChatCompletionRequest.
 template <typename Request>
-void read_shared_fields(FieldReader& reader, const json& body, const ProtocolLimits& limits,
+void read_shared_fields(FieldReader& reader, const OrderedJson& body, const ProtocolLimits& limits,
                         Request& request) {
   request.model = reader.string(body, "model").value_or("");
   refuse_unimplemented(reader, body, kSharedUnimplemented);
@@ -296,7 +399,7 @@ void read_shared_fields(FieldReader& reader, const json& body, const ProtocolLim
   request.stop = read_stop(reader, body, limits);
   request.n = static_cast<int32_t>(reader.integer(body, "n", 1, limits.max_n).value_or(1));
   request.stream = reader.boolean(body, "stream").value_or(false);
-  if (const json* options = reader.find(body, "stream_options")) {
+  if (const OrderedJson* options = reader.find(body, "stream_options")) {
     if (!request.stream && !reader.failed()) {
       // As OpenAI answers: the options would be silently void on a whole response.
       reader.fail("stream_options is only allowed when stream is true", "stream_options");
@@ -313,10 +416,11 @@ void read_shared_fields(FieldReader& reader, const json& body, const ProtocolLim
     reader.fail("cache_salt must not be empty when given", "cache_salt");
   }
   request.ignore_eos = reader.boolean(body, "ignore_eos").value_or(false);
+  request.constraint = read_output_constraint(reader, body);
 }
 
 // A token id list at `path`: integers in [0, INT32_MAX], at least one.
-std::vector<TokenId> read_token_ids(FieldReader& reader, const json& array,
+std::vector<TokenId> read_token_ids(FieldReader& reader, const OrderedJson& array,
                                     const std::string& path) {
   if (array.empty()) {
     reader.fail(path + " must not be an empty list of token ids", path);
@@ -326,7 +430,7 @@ std::vector<TokenId> read_token_ids(FieldReader& reader, const json& array,
   tokens.reserve(array.size());
   for (size_t i = 0; i < array.size(); ++i) {
     const std::string item_path = path + "[" + std::to_string(i) + "]";
-    const json& item = array[i];
+    const OrderedJson& item = array[i];
     if (!item.is_number()) {
       reader.type_error(item_path, "a token id (an integer >= 0)", item);
       return {};
@@ -340,8 +444,8 @@ std::vector<TokenId> read_token_ids(FieldReader& reader, const json& array,
 
 // "prompt": "text", ["text"], [1, 2, 3] or [[1, 2, 3]]. Several prompts in one request (OpenAI's
 // batch form) are rejected: clients send one request per prompt.
-std::variant<std::string, std::vector<TokenId>> read_prompt(FieldReader& reader, const json& body) {
-  const json* value = reader.find(body, "prompt");
+std::variant<std::string, std::vector<TokenId>> read_prompt(FieldReader& reader, const OrderedJson& body) {
+  const OrderedJson* value = reader.find(body, "prompt");
   if (value == nullptr) {
     if (!reader.failed()) reader.fail("prompt is required", "prompt");
     return std::string();
@@ -355,7 +459,7 @@ std::variant<std::string, std::vector<TokenId>> read_prompt(FieldReader& reader,
     reader.fail("prompt must not be an empty array", "prompt");
     return std::string();
   }
-  const json& first = value->front();
+  const OrderedJson& first = value->front();
   if (first.is_string() || first.is_array()) {
     if (value->size() != 1) {
       reader.fail("prompt holds " + std::to_string(value->size()) +
@@ -371,10 +475,10 @@ std::variant<std::string, std::vector<TokenId>> read_prompt(FieldReader& reader,
 
 // A message's content: a string, or a list of text parts joined with "\n"; null is accepted for
 // the assistant role only. `path` is "messages[i]".
-std::string read_content(FieldReader& reader, const json& message, const std::string& role,
+std::string read_content(FieldReader& reader, const OrderedJson& message, const std::string& role,
                          const std::string& path) {
   const std::string content_path = path + ".content";
-  const json* content = reader.find(message, "content");
+  const OrderedJson* content = reader.find(message, "content");
   if (content == nullptr) {
     if (role != "assistant") reader.fail(content_path + " is required", content_path);
     return "";
@@ -386,7 +490,7 @@ std::string read_content(FieldReader& reader, const json& message, const std::st
   }
   std::string text;
   for (size_t i = 0; i < content->size(); ++i) {
-    const json& part = (*content)[i];
+    const OrderedJson& part = (*content)[i];
     const std::string part_path = content_path + "[" + std::to_string(i) + "]";
     if (!part.is_object()) {
       reader.type_error(part_path, "an object", part);
@@ -417,8 +521,8 @@ std::string read_content(FieldReader& reader, const json& message, const std::st
   return text;
 }
 
-std::vector<ChatRequestMessage> read_messages(FieldReader& reader, const json& body) {
-  const json* value = reader.find(body, "messages");
+std::vector<ChatRequestMessage> read_messages(FieldReader& reader, const OrderedJson& body) {
+  const OrderedJson* value = reader.find(body, "messages");
   if (value == nullptr) {
     if (!reader.failed()) reader.fail("messages is required", "messages");
     return {};
@@ -434,7 +538,7 @@ std::vector<ChatRequestMessage> read_messages(FieldReader& reader, const json& b
   std::vector<ChatRequestMessage> messages;
   messages.reserve(value->size());
   for (size_t i = 0; i < value->size(); ++i) {
-    const json& item = (*value)[i];
+    const OrderedJson& item = (*value)[i];
     const std::string path = "messages[" + std::to_string(i) + "]";
     if (!item.is_object()) {
       reader.type_error(path, "an object", item);
@@ -486,7 +590,7 @@ ApiResult<SamplingParams> to_sampling_params(const SamplingOptions& options,
 
 ApiResult<CompletionRequest> parse_completion_request(std::string_view body_text,
                                                       const ProtocolLimits& limits) {
-  ApiResult<json> body = parse_body(body_text, limits.max_json_depth);
+  ApiResult<OrderedJson> body = parse_body(body_text, limits.max_json_depth);
   if (!body.ok()) return body.error();
   FieldReader reader;
   CompletionRequest request;
@@ -508,8 +612,8 @@ ApiResult<CompletionRequest> parse_completion_request(std::string_view body_text
 }
 
 // chat_template_kwargs: only enable_thinking (a boolean) is understood.
-bool read_enable_thinking(FieldReader& reader, const json& body) {
-  const json* kwargs = reader.find(body, "chat_template_kwargs");
+bool read_enable_thinking(FieldReader& reader, const OrderedJson& body) {
+  const OrderedJson* kwargs = reader.find(body, "chat_template_kwargs");
   if (kwargs == nullptr) return true;
   if (!kwargs->is_object()) {
     reader.type_error("chat_template_kwargs", "an object", *kwargs);
@@ -528,7 +632,7 @@ bool read_enable_thinking(FieldReader& reader, const json& body) {
 
 ApiResult<ChatCompletionRequest> parse_chat_completion_request(std::string_view body_text,
                                                                const ProtocolLimits& limits) {
-  ApiResult<json> body = parse_body(body_text, limits.max_json_depth);
+  ApiResult<OrderedJson> body = parse_body(body_text, limits.max_json_depth);
   if (!body.ok()) return body.error();
   FieldReader reader;
   ChatCompletionRequest request;
@@ -555,7 +659,7 @@ ApiResult<ChatCompletionRequest> parse_chat_completion_request(std::string_view 
 
 ApiResult<TokenizeRequest> parse_tokenize_request(std::string_view body_text,
                                                   const ProtocolLimits& limits) {
-  ApiResult<json> body = parse_body(body_text, limits.max_json_depth);
+  ApiResult<OrderedJson> body = parse_body(body_text, limits.max_json_depth);
   if (!body.ok()) return body.error();
   FieldReader reader;
   TokenizeRequest request;
@@ -570,16 +674,16 @@ ApiResult<TokenizeRequest> parse_tokenize_request(std::string_view body_text,
 ApiResult<DetokenizeRequest> parse_detokenize_request(std::string_view body_text,
                                                       const ProtocolLimits& limits,
                                                       int64_t n_vocab) {
-  ApiResult<json> body = parse_body(body_text, limits.max_json_depth);
+  ApiResult<OrderedJson> body = parse_body(body_text, limits.max_json_depth);
   if (!body.ok()) return body.error();
   FieldReader reader;
-  const json* tokens = reader.find(*body, "tokens");
+  const OrderedJson* tokens = reader.find(*body, "tokens");
   if (tokens == nullptr || !tokens->is_array())
     return invalid_request_error("tokens must be an array of token ids", "tokens");
   DetokenizeRequest request;
   request.tokens.reserve(tokens->size());
   for (size_t i = 0; i < tokens->size(); ++i) {
-    const json& t = (*tokens)[i];
+    const OrderedJson& t = (*tokens)[i];
     if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= n_vocab) {
       const std::string path = "tokens[" + std::to_string(i) + "]";
       return invalid_request_error(

@@ -22,6 +22,7 @@
 
 #include "sample/sampling_params.h"
 #include "server/api_error.h"
+#include "server/output_constraint.h"
 #include "tokenizer/vocab.h"
 
 namespace trellis {
@@ -88,6 +89,10 @@ struct CompletionRequest {
   // Non-empty when given.
   std::optional<std::string> cache_salt;
   bool ignore_eos = false;  // extension: keep generating past the end-of-sequence token
+  // response_format json_object / json_schema, or the extensions grammar (GBNF), regex, choice
+  // (and vLLM's guided_json, guided_regex, guided_choice, guided_grammar, llama.cpp's
+  // json_schema); at most one. nullopt: free text.
+  std::optional<OutputConstraint> constraint;
 };
 
 // One message as the client sent it. Same fields as tokenizer/chat_template.h's ChatMessage, which
@@ -123,6 +128,7 @@ struct ChatCompletionRequest {
   // model with an empty <think></think> block, so it answers without reasoning. Other keys of
   // chat_template_kwargs are 400s (the templates are built in, not Jinja).
   bool enable_thinking = true;
+  std::optional<OutputConstraint> constraint;  // as in CompletionRequest
 };
 
 // POST /tokenize.

@@ -130,6 +130,7 @@ OpenAiService::OpenAiService(Engine& engine, ServerConfig config)
       has_disk_tier_(engine.stats().has_disk_tier),
       created_(unix_seconds()) {
   limits_.max_tokens_limit = std::max(1, engine_.n_ctx());
+  constraints_ = std::make_unique<ConstraintCompiler>(config_.json_grammar);
   if (config_.chat_template) {
     chat_template_ = *config_.chat_template;
   } else if (Result<ChatTemplateKind> detected = detect_chat_template(engine_.file());
@@ -214,6 +215,11 @@ ApiResult<OpenAiService::Generation> OpenAiService::make_generation(
   g.request.ignore_eos = req.ignore_eos;
   g.request.cache_namespace = cache_namespace_for(config_.cache_isolation, api_key, req.cache_salt);
   g.request.logprobs = top_logprobs.value_or(-1);
+  if (req.constraint) {
+    ApiResult<std::shared_ptr<const Grammar>> grammar = constraints_->compile(*req.constraint);
+    if (!grammar.ok()) return grammar.error();
+    g.request.grammar = std::move(grammar).value();
+  }
   g.n = req.n;
   g.stream = req.stream;
   g.include_usage = req.include_usage;

@@ -26,6 +26,7 @@
 #include "server/client_presence.h"
 #include "server/http_api.h"
 #include "server/openai_protocol.h"
+#include "server/output_constraint.h"
 #include "server/openai_response.h"
 #include "server/server_config.h"
 #include "server/server_metrics.h"
@@ -111,6 +112,7 @@ class OpenAiService : public HttpApi {
   ChatTemplateKind chat_template_ = ChatTemplateKind::CHATML;
   std::vector<TokenId> chat_stop_tokens_;  // the template's end-of-turn tokens in this vocab
   std::string chat_template_warning_;      // see chat_template_warning()
+  std::unique_ptr<ConstraintCompiler> constraints_;  // compiled grammars, by source
   ServerMetrics metrics_;
   std::atomic<int32_t> in_flight_{0};
   std::atomic<bool> shutting_down_{false};

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "grammar/json_schema_grammar.h"
 #include "tokenizer/chat_template.h"
 
 namespace trellis {
@@ -59,6 +60,9 @@ struct ServerConfig {
   bool log_requests = true;
   // GET / serves the chat page (server/static_site.h).
   bool chat_page = true;
+  // Constrained outputs: the whitespace of JSON the schemas produce, and the bounds on compiling
+  // a schema or grammar (past them the request gets 400).
+  JsonGrammarOptions json_grammar;
 };
 
 }  // namespace trellis

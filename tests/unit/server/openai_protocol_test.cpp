@@ -373,22 +373,17 @@ TEST(CompletionRequestTest, WrongTypesNameTheField) {
 }
 
 // Fields that change what a request means and are not implemented are refused by name; before,
-// best_of, suffix, functions, guided_json, grammar (and more) were silently ignored.
+// best_of, suffix, functions (and more) were silently ignored.
 TEST(CompletionRequestTest, UnimplementedFieldsAreRefusedByName) {
   struct Case {
     const char* field;
     json value;
   };
   const std::vector<Case> shared = {
-      {"response_format", {{"type", "json_object"}}},
       {"tools", json::array({{{"type", "function"}, {"function", {{"name", "f"}}}}})},
       {"tool_choice", "required"},
       {"functions", json::array({{{"name", "f"}}})},
       {"function_call", {{"name", "f"}}},
-      {"grammar", "root ::= \"a\""},
-      {"guided_json", {{"type", "object"}}},
-      {"guided_regex", "a+"},
-      {"guided_choice", {"a", "b"}},
       {"logit_bias", {{"5", 10}}},
   };
   for (const Case& c : shared) {
@@ -431,6 +426,75 @@ TEST(CompletionRequestTest, UnimplementedFieldsThatAskForNothingAreAccepted) {
   EXPECT_TRUE(parse_completion(harmless).ok());
   EXPECT_TRUE(parse_completion({{"prompt", "x"}, {"best_of", 1}}).ok());
   EXPECT_TRUE(parse_completion({{"prompt", "x"}, {"grammar", nullptr}}).ok()) << "null is absent";
+}
+
+// Every field that constrains the output becomes one OutputConstraint, with the param its
+// compilation errors will name.
+TEST(CompletionRequestTest, OutputConstraintsParseFromEveryAlias) {
+  using Kind = OutputConstraint::Kind;
+  const json schema = {{"type", "object"}, {"properties", {{"a", {{"type", "integer"}}}}}};
+  struct Case {
+    const char* field;
+    json value;
+    Kind kind;
+    const char* param;
+  };
+  const std::vector<Case> cases = {
+      {"response_format", {{"type", "json_object"}}, Kind::JSON_OBJECT, "response_format"},
+      {"response_format", {{"type", "json_object"}, {"schema", schema}}, Kind::JSON_SCHEMA,
+       "response_format.schema"},
+      {"response_format",
+       {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"strict", true}, {"schema", schema}}}},
+       Kind::JSON_SCHEMA, "response_format.json_schema.schema"},
+      {"json_schema", schema, Kind::JSON_SCHEMA, "json_schema"},
+      {"guided_json", schema.dump(), Kind::JSON_SCHEMA, "guided_json"},
+      {"grammar", "root ::= \"a\"", Kind::GBNF, "grammar"},
+      {"guided_grammar", "root ::= \"a\"", Kind::GBNF, "guided_grammar"},
+      {"regex", "[a-z]+", Kind::REGEX, "regex"},
+      {"guided_regex", "a+", Kind::REGEX, "guided_regex"},
+      {"choice", {"yes", "no"}, Kind::CHOICE, "choice"},
+      {"guided_choice", {"a"}, Kind::CHOICE, "guided_choice"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.field);
+    for (bool chat : {false, true}) {
+      json body = chat ? json{{"messages", {{{"role", "user"}, {"content", "x"}}}}} : json{{"prompt", "x"}};
+      body[c.field] = c.value;
+      const std::optional<OutputConstraint> constraint =
+          chat ? parse_chat(body)->constraint : parse_completion(body)->constraint;
+      ASSERT_TRUE(constraint.has_value());
+      EXPECT_EQ(constraint->kind, c.kind);
+      EXPECT_EQ(constraint->param, c.param);
+      if (c.kind == Kind::JSON_SCHEMA) {
+        EXPECT_EQ(constraint->schema.dump(), schema.dump());
+      }
+    }
+  }
+  EXPECT_FALSE(parse_completion({{"prompt", "x"}, {"response_format", {{"type", "text"}}}})
+                   ->constraint.has_value());
+}
+
+TEST(CompletionRequestTest, BadOutputConstraintsAreRefusedByName) {
+  expect_bad_request(parse_completion({{"prompt", "x"}, {"regex", "a"}, {"choice", {"a"}}}),
+                     "choice", "only one output constraint may be given, not both regex and choice");
+  expect_bad_request(
+      parse_completion({{"prompt", "x"}, {"response_format", {{"type", "yaml"}}}}),
+      "response_format.type", "not \"yaml\"");
+  expect_bad_request(
+      parse_completion({{"prompt", "x"}, {"response_format", {{"type", "json_schema"}}}}),
+      "response_format.json_schema", "must be an object with a schema");
+  expect_bad_request(
+      parse_completion({{"prompt", "x"},
+                        {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", 3}}}}}}),
+      "response_format.json_schema.schema", "must be a JSON schema");
+  expect_bad_request(parse_completion({{"prompt", "x"}, {"choice", json::array()}}), "choice",
+                     "non-empty array");
+  expect_bad_request(parse_completion({{"prompt", "x"}, {"choice", {"a", 1}}}), "choice[1]",
+                     "must be a string");
+  expect_bad_request(parse_completion({{"prompt", "x"}, {"grammar", ""}}), "grammar",
+                     "non-empty string");
+  expect_bad_request(parse_completion({{"prompt", "x"}, {"guided_json", "{not json"}}),
+                     "guided_json", "is not a JSON schema");
 }
 
 TEST(CompletionRequestTest, OutOfRangeSamplingNamesTheField) {
