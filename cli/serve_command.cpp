@@ -24,6 +24,7 @@ struct ServeArgs {
   std::string json_whitespace = "compact";
   int64_t grammar_max_elements = GrammarLimits{}.max_elements;
   bool no_jump_forward = false;
+  std::string reasoning = "separate";
 };
 
 std::string model_name_of(const std::string& path) {
@@ -50,6 +51,9 @@ Result<ServerConfig> server_config(ServeArgs& args) {
   if (args.grammar_max_elements < 1000)
     return Error{"--grammar-max-elements must be at least 1000"};
   config->json_grammar.limits.max_elements = args.grammar_max_elements;
+  if (args.reasoning != "separate" && args.reasoning != "inline")
+    return Error{"--reasoning must be separate or inline, not '" + args.reasoning + "'"};
+  config->separate_reasoning = args.reasoning == "separate";
   return config;
 }
 
@@ -144,6 +148,10 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--grammar-max-elements", args->grammar_max_elements,
                   "Largest compiled grammar (elements, repetitions expanded) a request's schema, "
                   "regex or GBNF may make; larger ones get 400")
+      ->capture_default_str();
+  cmd->add_option("--reasoning", args->reasoning,
+                  "A Qwen3 reply's <think> block: separate (sent as reasoning_content) or inline "
+                  "(left in the content)")
       ->capture_default_str();
   cmd->add_flag("--no-jump-forward", args->no_jump_forward,
                 "Sample every token of a constrained reply, also where the grammar allows one "

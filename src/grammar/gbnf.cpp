@@ -12,10 +12,6 @@ namespace {
 
 using Sequence = GrammarBuilder::Sequence;
 
-bool is_name_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
-}
-
 class GbnfParser {
  public:
   GbnfParser(std::string_view text, const GrammarLimits& limits) : text_(text), builder_(limits) {}
@@ -65,14 +61,14 @@ class GbnfParser {
 
   std::string_view parse_name() {
     const size_t start = pos_;
-    while (!at_end() && is_name_char(peek())) ++pos_;
+    while (!at_end() && is_gbnf_name_char(peek())) ++pos_;
     return text_.substr(start, pos_ - start);
   }
 
   // Whether a `name ::=` starts here (the end of the rule being parsed).
   bool at_rule_start() const {
     size_t i = pos_;
-    while (i < text_.size() && is_name_char(text_[i])) ++i;
+    while (i < text_.size() && is_gbnf_name_char(text_[i])) ++i;
     if (i == pos_) return false;
     while (i < text_.size() && std::isspace(static_cast<unsigned char>(text_[i]))) ++i;
     return text_.substr(i, 3) == "::=";
@@ -137,7 +133,7 @@ class GbnfParser {
       return Sequence{{ElementKind::RULE,
                        builder_.helper_rule(current_rule_, std::move(alternatives))}};
     }
-    if (is_name_char(c)) return Sequence{{ElementKind::RULE, builder_.rule(parse_name())}};
+    if (is_gbnf_name_char(c)) return Sequence{{ElementKind::RULE, builder_.rule(parse_name())}};
     return error(std::string("unexpected character '") + c + "'");
   }
 
@@ -274,6 +270,10 @@ class GbnfParser {
 };
 
 }  // namespace
+
+bool is_gbnf_name_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+}
 
 Result<Grammar> parse_gbnf(std::string_view text, const GrammarLimits& limits) {
   return GbnfParser(text, limits).parse();

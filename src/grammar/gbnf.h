@@ -18,6 +18,9 @@
 
 namespace trellis {
 
+// The characters of a rule name: [a-zA-Z0-9_-].
+bool is_gbnf_name_char(char c);
+
 // Errors: syntax (with line and column), an undefined rule, no `root` rule, left recursion (named
 // rule), an empty language (no string matches root), past `limits`.
 Result<Grammar> parse_gbnf(std::string_view text, const GrammarLimits& limits = {});

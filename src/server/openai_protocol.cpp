@@ -1,5 +1,7 @@
 #include "server/openai_protocol.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -252,8 +254,6 @@ bool best_of_equals_n(const OrderedJson& value, const OrderedJson& body) {
 
 constexpr UnimplementedField kSharedUnimplemented[] = {
     {"logit_bias", "biasing token logits", is_empty},
-    {"tools", "tool calls", is_empty},
-    {"tool_choice", "forcing a tool call", asks_for_no_call},
     {"functions", "function calls, the older form of tools", is_empty},
     {"function_call", "forcing a function call", asks_for_no_call},
 };
@@ -261,6 +261,8 @@ constexpr UnimplementedField kCompletionUnimplemented[] = {
     {"best_of", "ranking more sequences than are returned; best_of equal to n is served",
      best_of_equals_n},
     {"suffix", "text inserted after the completion", is_empty},
+    {"tools", "tool calls (a chat feature: use /v1/chat/completions)", is_empty},
+    {"tool_choice", "forcing a tool call (a chat feature)", asks_for_no_call},
 };
 
 void refuse_unimplemented(FieldReader& reader, const OrderedJson& body,
@@ -521,6 +523,50 @@ std::string read_content(FieldReader& reader, const OrderedJson& message, const 
   return text;
 }
 
+// An assistant message's tool_calls: [{"id", "type": "function", "function": {"name",
+// "arguments"}}]; arguments is a JSON text (OpenAI's form) or, leniently, an object.
+std::vector<ChatToolCall> read_message_tool_calls(FieldReader& reader, const OrderedJson& message,
+                                                  const std::string& path) {
+  const OrderedJson* list = reader.find(message, "tool_calls");
+  if (list == nullptr) return {};
+  const std::string list_path = path + ".tool_calls";
+  if (!list->is_array()) {
+    reader.type_error(list_path, "an array of tool calls", *list);
+    return {};
+  }
+  std::vector<ChatToolCall> calls;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const OrderedJson& item = (*list)[i];
+    const std::string item_path = list_path + "[" + std::to_string(i) + "]";
+    const OrderedJson* function = item.is_object() ? reader.find(item, "function") : nullptr;
+    if (function == nullptr || !function->is_object()) {
+      reader.fail(item_path + ".function is required (an object)", item_path + ".function");
+      return {};
+    }
+    ChatToolCall call;
+    call.id = reader.string(item, "id", item_path + ".id").value_or("");
+    const std::optional<std::string> name =
+        reader.string(*function, "name", item_path + ".function.name");
+    if (!name && !reader.failed())
+      reader.fail(item_path + ".function.name is required", item_path + ".function.name");
+    const OrderedJson* arguments = reader.find(*function, "arguments");
+    if (reader.failed()) return {};
+    call.name = *name;
+    if (arguments == nullptr) {
+      call.arguments = "{}";
+    } else if (arguments->is_string()) {
+      call.arguments = arguments->get<std::string>();
+    } else if (arguments->is_object()) {
+      call.arguments = arguments->dump();
+    } else {
+      reader.type_error(item_path + ".function.arguments", "a JSON text", *arguments);
+      return {};
+    }
+    calls.push_back(std::move(call));
+  }
+  return calls;
+}
+
 std::vector<ChatRequestMessage> read_messages(FieldReader& reader, const OrderedJson& body) {
   const OrderedJson* value = reader.find(body, "messages");
   if (value == nullptr) {
@@ -553,7 +599,12 @@ std::vector<ChatRequestMessage> read_messages(FieldReader& reader, const Ordered
     }
     std::string content = read_content(reader, item, *role, path);
     if (reader.failed()) return {};
-    messages.push_back(ChatRequestMessage{std::move(*role), std::move(content)});
+    ChatRequestMessage message{std::move(*role), std::move(content), {}, {}};
+    if (message.role == "assistant") message.tool_calls = read_message_tool_calls(reader, item, path);
+    if (message.role == "tool")
+      message.tool_call_id = reader.string(item, "tool_call_id", path + ".tool_call_id").value_or("");
+    if (reader.failed()) return {};
+    messages.push_back(std::move(message));
   }
   return messages;
 }
@@ -630,6 +681,113 @@ bool read_enable_thinking(FieldReader& reader, const OrderedJson& body) {
       .value_or(true);
 }
 
+bool is_tool_name(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+  return true;
+}
+
+// tools: [{"type": "function", "function": {"name", "description", "parameters", "strict"}}].
+std::vector<RequestTool> read_tools(FieldReader& reader, const OrderedJson& body) {
+  const OrderedJson* list = reader.find(body, "tools");
+  if (list == nullptr) return {};
+  if (!list->is_array()) {
+    reader.type_error("tools", "an array of tools", *list);
+    return {};
+  }
+  std::vector<RequestTool> tools;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const OrderedJson& item = (*list)[i];
+    const std::string path = "tools[" + std::to_string(i) + "]";
+    if (!item.is_object()) {
+      reader.type_error(path, "an object", item);
+      return {};
+    }
+    const std::string type = reader.string(item, "type", path + ".type").value_or("function");
+    if (type != "function" && !reader.failed()) {
+      reader.fail(path + ".type '" + type + "' is not supported (only 'function')", path + ".type");
+    }
+    const OrderedJson* function = reader.find(item, "function");
+    if (reader.failed()) return {};
+    if (function == nullptr || !function->is_object()) {
+      reader.fail(path + ".function is required (an object)", path + ".function");
+      return {};
+    }
+    RequestTool tool;
+    tool.name = reader.string(*function, "name", path + ".function.name").value_or("");
+    tool.description =
+        reader.string(*function, "description", path + ".function.description").value_or("");
+    (void)reader.boolean(*function, "strict", path + ".function.strict");
+    if (reader.failed()) return {};
+    if (!is_tool_name(tool.name)) {
+      reader.fail(path + ".function.name must be 1 to 64 of a-z, A-Z, 0-9, _ and -",
+                  path + ".function.name");
+      return {};
+    }
+    for (const RequestTool& earlier : tools) {
+      if (earlier.name == tool.name) {
+        reader.fail(path + ".function.name '" + tool.name + "' is given twice",
+                    path + ".function.name");
+        return {};
+      }
+    }
+    if (const OrderedJson* parameters = reader.find(*function, "parameters")) {
+      if (!parameters->is_object()) {
+        reader.type_error(path + ".function.parameters", "a JSON schema (an object)", *parameters);
+        return {};
+      }
+      tool.parameters = *parameters;
+    }
+    tools.push_back(std::move(tool));
+  }
+  return tools;
+}
+
+// tool_choice: "none" | "auto" | "required" | {"type": "function", "function": {"name"}}.
+ToolChoice read_tool_choice(FieldReader& reader, const OrderedJson& body,
+                            const std::vector<RequestTool>& tools) {
+  const OrderedJson* value = reader.find(body, "tool_choice");
+  if (value == nullptr) return {tools.empty() ? ToolChoiceMode::NONE : ToolChoiceMode::AUTO, ""};
+  ToolChoice choice;
+  if (value->is_string()) {
+    const std::string mode = value->get<std::string>();
+    if (mode == "none") return {ToolChoiceMode::NONE, ""};
+    if (mode == "auto") choice.mode = ToolChoiceMode::AUTO;
+    else if (mode == "required") choice.mode = ToolChoiceMode::REQUIRED;
+    else {
+      reader.fail("tool_choice must be \"none\", \"auto\", \"required\" or a function, not \"" +
+                      mode + "\"",
+                  "tool_choice");
+      return {};
+    }
+  } else if (value->is_object()) {
+    const OrderedJson* function = reader.find(*value, "function");
+    const std::optional<std::string> name =
+        function != nullptr && function->is_object()
+            ? reader.string(*function, "name", "tool_choice.function.name")
+            : std::nullopt;
+    if (reader.failed()) return {};
+    if (!name) {
+      reader.fail("tool_choice.function.name is required", "tool_choice.function.name");
+      return {};
+    }
+    choice = {ToolChoiceMode::NAMED, *name};
+    const bool known = std::any_of(tools.begin(), tools.end(),
+                                   [&](const RequestTool& t) { return t.name == *name; });
+    if (!known && !tools.empty()) {
+      reader.fail("tool_choice names the function '" + *name + "', which is not in tools",
+                  "tool_choice.function.name");
+      return {};
+    }
+  } else {
+    reader.type_error("tool_choice", "a string or an object", *value);
+    return {};
+  }
+  if (tools.empty()) reader.fail("tool_choice needs tools", "tool_choice");
+  return choice;
+}
+
 ApiResult<ChatCompletionRequest> parse_chat_completion_request(std::string_view body_text,
                                                                const ProtocolLimits& limits) {
   ApiResult<OrderedJson> body = parse_body(body_text, limits.max_json_depth);
@@ -649,7 +807,17 @@ ApiResult<ChatCompletionRequest> parse_chat_completion_request(std::string_view 
   request.top_logprobs = static_cast<int32_t>(
       reader.integer(*body, "top_logprobs", 0, limits.max_top_logprobs).value_or(0));
   request.enable_thinking = read_enable_thinking(reader, *body);
+  request.tools = read_tools(reader, *body);
+  request.tool_choice = read_tool_choice(reader, *body, request.tools);
+  request.parallel_tool_calls = reader.boolean(*body, "parallel_tool_calls").value_or(true);
   if (reader.failed()) return reader.take_error();
+  if (!request.tools.empty() && request.tool_choice.mode != ToolChoiceMode::NONE &&
+      request.constraint) {
+    return invalid_request_error(
+        "tools with an output constraint (response_format, grammar, ...) are not supported "
+        "together: a reply is either calls or constrained text",
+        "tools");
+  }
   if (request.top_logprobs > 0 && !request.logprobs) {
     return invalid_request_error("top_logprobs requires logprobs to be true", "top_logprobs");
   }

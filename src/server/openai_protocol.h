@@ -23,6 +23,8 @@
 #include "sample/sampling_params.h"
 #include "server/api_error.h"
 #include "server/output_constraint.h"
+#include "server/tool_call_grammar.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/vocab.h"
 
 namespace trellis {
@@ -104,6 +106,10 @@ struct ChatRequestMessage {
   // "\n" (as vLLM does). null content is accepted for the assistant role only (a message that
   // carried tool calls) and becomes "".
   std::string content;
+  // An assistant message's tool calls (tool_calls[].id, .function.name, .function.arguments).
+  std::vector<ChatToolCall> tool_calls;
+  // A "tool" message's tool_call_id: the call whose result it carries.
+  std::string tool_call_id;
 };
 
 // POST /v1/chat/completions.
@@ -129,6 +135,11 @@ struct ChatCompletionRequest {
   // chat_template_kwargs are 400s (the templates are built in, not Jinja).
   bool enable_thinking = true;
   std::optional<OutputConstraint> constraint;  // as in CompletionRequest
+  // tools: [{"type": "function", "function": {"name", "description", "parameters"}}], names
+  // unique; tool_choice needs tools. parallel_tool_calls false: at most one call per reply.
+  std::vector<RequestTool> tools;
+  ToolChoice tool_choice;
+  bool parallel_tool_calls = true;
 };
 
 // POST /tokenize.

@@ -120,17 +120,47 @@ json completion_response_json(const ResponseHeader& header,
   return body;
 }
 
+namespace {
+
+// [{"index"?, "id", "type": "function", "function": {"name", "arguments"}}]; indices in deltas.
+json tool_calls_json(const ChoiceResult& choice, bool with_index) {
+  json calls = json::array();
+  for (size_t i = 0; i < choice.tool_calls.size(); ++i) {
+    const ChatToolCall& call = choice.tool_calls[i];
+    json item = {{"id", call.id},
+                 {"type", "function"},
+                 {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+    if (with_index) item["index"] = choice.tool_call_index + static_cast<int32_t>(i);
+    calls.push_back(std::move(item));
+  }
+  return calls;
+}
+
+json chat_finish_reason_json(const ChoiceResult& choice) {
+  if (choice.called_tools && choice.finish_reason == FinishReason::STOP) return "tool_calls";
+  return finish_reason_json(choice.finish_reason);
+}
+
+}  // namespace
+
 json chat_completion_response_json(const ResponseHeader& header,
                                    const std::vector<ChoiceResult>& choices,
                                    const TokenUsage& usage) {
   json body = header_json(header, "chat.completion");
   json out = json::array();
   for (const ChoiceResult& choice : choices) {
+    json message = {{"role", "assistant"}, {"content", choice.text}};
+    // OpenAI's shape: content null when the reply is calls only.
+    if (!choice.tool_calls.empty()) {
+      if (choice.text.empty()) message["content"] = nullptr;
+      message["tool_calls"] = tool_calls_json(choice, /*with_index=*/false);
+    }
+    if (!choice.reasoning.empty()) message["reasoning_content"] = choice.reasoning;
     out.push_back({
         {"index", choice.index},
-        {"message", {{"role", "assistant"}, {"content", choice.text}}},
+        {"message", std::move(message)},
         {"logprobs", optional_logprobs(choice, /*chat=*/true)},
-        {"finish_reason", finish_reason_json(choice.finish_reason)},
+        {"finish_reason", chat_finish_reason_json(choice)},
     });
   }
   body["choices"] = std::move(out);
@@ -163,12 +193,14 @@ json chat_role_chunk_json(const ResponseHeader& header, int32_t index) {
 json chat_chunk_json(const ResponseHeader& header, const ChoiceResult& choice) {
   json body = header_json(header, "chat.completion.chunk");
   json delta = json::object();
+  if (!choice.reasoning.empty()) delta["reasoning_content"] = choice.reasoning;
   if (!choice.text.empty()) delta["content"] = choice.text;
+  if (!choice.tool_calls.empty()) delta["tool_calls"] = tool_calls_json(choice, /*with_index=*/true);
   body["choices"] = json::array({{
       {"index", choice.index},
       {"delta", std::move(delta)},
       {"logprobs", optional_logprobs(choice, /*chat=*/true)},
-      {"finish_reason", finish_reason_json(choice.finish_reason)},
+      {"finish_reason", chat_finish_reason_json(choice)},
   }});
   return body;
 }

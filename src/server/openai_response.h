@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sample/stop_condition.h"
+#include "tokenizer/chat_template.h"
 
 namespace trellis {
 
@@ -48,6 +49,13 @@ struct ChoiceResult {
   // Completions logprobs only: the byte offset in the choice's whole text at which `text` starts
   // (0 for a whole response; the length of the text sent so far for a chunk).
   int64_t text_offset = 0;
+  // Chat only: the reasoning (reasoning_content), and the tool calls the reply made (whole, or
+  // those this chunk completes; `tool_call_index` numbers the first one in the reply). A reply
+  // with calls that ended normally finishes with "tool_calls".
+  std::string reasoning;
+  std::vector<ChatToolCall> tool_calls;
+  int32_t tool_call_index = 0;
+  bool called_tools = false;
 };
 
 struct TokenUsage {

@@ -14,6 +14,8 @@
 #include "sample/rng.h"
 #include "server/auth.h"
 #include "server/openai_response.h"
+#include "server/reply_splitter.h"
+#include "tokenizer/chat_tools.h"
 
 namespace trellis {
 namespace {
@@ -68,6 +70,7 @@ struct OpenAiService::Generation {
   bool stream = false;
   bool include_usage = false;
   std::optional<int32_t> top_logprobs;  // nullopt: no logprobs
+  ReplyFormat reply;                     // chat: how the reply splits into reasoning, content, calls
   Clock::time_point arrived = Clock::now();
 };
 
@@ -266,7 +269,17 @@ ApiResult<std::vector<TokenId>> OpenAiService::render_chat_prompt(
   for (const ChatRequestMessage& m : req.messages) n_bytes += m.content.size();
   if (std::optional<ApiError> refused = refuse_oversized_text(n_bytes, "messages")) return *refused;
   std::vector<ChatMessage> messages;
-  for (const ChatRequestMessage& m : req.messages) messages.push_back({m.role, m.content});
+  bool has_tool_turns = false;
+  for (const ChatRequestMessage& m : req.messages) {
+    messages.emplace_back(m.role, m.content, m.tool_calls, m.tool_call_id);
+    has_tool_turns |= m.role == "tool" || !m.tool_calls.empty();
+  }
+  if (!req.tools.empty() || has_tool_turns) {
+    std::vector<ChatTool> tools;
+    for (const RequestTool& t : req.tools)
+      tools.push_back({t.name, t.description, t.parameters.is_null() ? "" : t.parameters.dump()});
+    messages = with_tools_written_out(chat_template_, messages, tools);
+  }
   // Content is tokenized as plain text: only the template writes control tokens.
   ChatRenderOptions options;
   options.enable_thinking = req.enable_thinking;
@@ -291,8 +304,27 @@ ApiResult<OpenAiService::Generation> OpenAiService::prepare_chat(std::string_vie
       make_generation(req, std::move(prompt).value(),
                       req.logprobs ? std::optional<int32_t>(req.top_logprobs) : std::nullopt,
                       engine_.n_ctx(), api_key);
+  if (!g.ok()) return g;
   // The reply ends with the model's turn, at the format's end-of-turn token as at EOS.
-  if (g.ok()) g->request.stop_token_ids = chat_stop_tokens_;
+  g->request.stop_token_ids = chat_stop_tokens_;
+  g->reply.split_reasoning = config_.separate_reasoning &&
+                             chat_template_ == ChatTemplateKind::QWEN3 && req.enable_thinking;
+  if (!req.tools.empty() && req.tool_choice.mode != ToolChoiceMode::NONE) {
+    ToolGrammarOptions options;
+    options.syntax = tool_call_syntax(chat_template_);
+    options.choice = req.tool_choice;
+    options.parallel = req.parallel_tool_calls;
+    options.reasoning = chat_template_ == ChatTemplateKind::QWEN3 && req.enable_thinking;
+    options.json = config_.json_grammar;
+    options.json.whitespace = JsonWhitespace::FLEXIBLE;  // as models write their calls' JSON
+    Result<std::string> gbnf = tool_call_gbnf(req.tools, options);
+    if (!gbnf.ok()) return invalid_request_error("tools: " + gbnf.error().message, "tools");
+    ApiResult<std::shared_ptr<const Grammar>> grammar =
+        constraints_->compile({OutputConstraint::Kind::GBNF, {}, *gbnf, {}, "tools"});
+    if (!grammar.ok()) return grammar.error();
+    g->request.grammar = std::move(grammar).value();
+    g->reply.tools = options.syntax;
+  }
   return g;
 }
 
@@ -370,6 +402,22 @@ std::vector<LogprobEntry> OpenAiService::logprob_entries(
   return entries;
 }
 
+void OpenAiService::split_reply(const Generation& g, ChoiceResult& choice) {
+  ReplySplitter splitter(g.reply);
+  ReplyDelta first = splitter.push(choice.text);
+  ReplyDelta rest = splitter.finish(choice.tool_calls, tool_call_id_prefix(g, choice.index));
+  choice.reasoning = first.reasoning + rest.reasoning;
+  choice.text = first.content + rest.content;
+  choice.called_tools = !choice.tool_calls.empty();
+}
+
+std::string OpenAiService::tool_call_id_prefix(const Generation& g, int32_t index) {
+  // "chatcmpl-<hex>" -> "call_<hex>_<choice>_<call>": unique per reply, stable within it.
+  const size_t dash = g.header.id.find('-');
+  return "call_" + g.header.id.substr(dash == std::string::npos ? 0 : dash + 1) + "_" +
+         std::to_string(index) + "_";
+}
+
 ApiResponse OpenAiService::run_whole(Generation& g, std::shared_ptr<InFlight> slot,
                                      ClientPresence& client) {
   ApiResult<std::vector<RequestHandle>> handles = start(g, ForkEvents{});
@@ -399,6 +447,7 @@ ApiResponse OpenAiService::run_whole(Generation& g, std::shared_ptr<InFlight> sl
     choice.index = static_cast<int32_t>(i);
     choice.text = out.text;
     choice.finish_reason = out.finish_reason;
+    if (g.chat) split_reply(g, choice);
     if (g.top_logprobs) choice.logprobs = logprob_entries(out.logprobs);
     choices.push_back(std::move(choice));
   }
@@ -434,6 +483,7 @@ ApiResponse OpenAiService::run_stream(std::shared_ptr<Generation> g, std::shared
       for (int32_t i = 0; i < g->n; ++i) send(sse_data(chat_role_chunk_json(g->header, i)));
     }
     std::vector<int64_t> offsets(handles.size(), 0);
+    std::vector<ReplySplitter> splitters(handles.size(), ReplySplitter(g->reply));
     // Each chunk carries the logprobs of exactly the tokens whose text it carries (a token whose
     // text was held back, an unfinished character or a possible stop string, goes with the chunk
     // that releases it; a token's entry exists before its text is handed over). The last chunk
@@ -459,6 +509,14 @@ ApiResponse OpenAiService::run_stream(std::shared_ptr<Generation> g, std::shared
         choice.text_offset = offsets[static_cast<size_t>(piece.index)];
         offsets[static_cast<size_t>(piece.index)] += static_cast<int64_t>(choice.text.size());
         choice.logprobs = next_logprobs(piece.index, static_cast<size_t>(piece.n_tokens));
+        if (g->chat) {
+          // Reasoning and content apart; text that may open a tool call waits.
+          ReplyDelta delta = splitters[static_cast<size_t>(piece.index)].push(choice.text);
+          choice.text = std::move(delta.content);
+          choice.reasoning = std::move(delta.reasoning);
+          const bool has_logprobs = choice.logprobs && !choice.logprobs->empty();
+          if (choice.text.empty() && choice.reasoning.empty() && !has_logprobs) continue;
+        }
         send(sse_data(g->chat ? chat_chunk_json(g->header, choice)
                               : completion_chunk_json(g->header, choice)));
         last_write = Clock::now();
@@ -486,6 +544,16 @@ ApiResponse OpenAiService::run_stream(std::shared_ptr<Generation> g, std::shared
       }
       ChoiceResult last;
       last.index = static_cast<int32_t>(i);
+      if (g->chat) {  // what the splitter held back, and the tool calls, before the end
+        ChoiceResult rest;
+        rest.index = last.index;
+        ReplyDelta delta = splitters[i].finish(rest.tool_calls, tool_call_id_prefix(*g, rest.index));
+        rest.text = std::move(delta.content);
+        rest.reasoning = std::move(delta.reasoning);
+        last.called_tools = !rest.tool_calls.empty();
+        if (!rest.text.empty() || !rest.reasoning.empty() || !rest.tool_calls.empty())
+          send(sse_data(chat_chunk_json(g->header, rest)));
+      }
       last.finish_reason = out.finish_reason;
       last.text_offset = offsets[i];
       if (g->top_logprobs && logprobs_sent[i] < out.logprobs.size())

@@ -76,6 +76,9 @@ class OpenAiService : public HttpApi {
   class Stream;
 
   ApiResponse generate(ApiResult<Generation> generation, std::shared_ptr<ClientPresence> client);
+  // A whole chat reply's text split into reasoning, content and tool calls (g.reply).
+  static void split_reply(const Generation& g, ChoiceResult& choice);
+  static std::string tool_call_id_prefix(const Generation& g, int32_t index);
   template <typename ParsedRequest>
   ApiResult<Generation> make_generation(const ParsedRequest& req, std::vector<TokenId> prompt,
                                         std::optional<int32_t> top_logprobs,

@@ -63,6 +63,8 @@ struct ServerConfig {
   // Constrained outputs: the whitespace of JSON the schemas produce, and the bounds on compiling
   // a schema or grammar (past them the request gets 400).
   JsonGrammarOptions json_grammar;
+  // A Qwen3 reply's <think> block goes to reasoning_content (false: it stays in the content).
+  bool separate_reasoning = true;
 };
 
 }  // namespace trellis

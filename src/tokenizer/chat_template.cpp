@@ -11,7 +11,8 @@
 namespace trellis {
 namespace {
 
-enum class Role { SYSTEM, USER, ASSISTANT };
+// IPYTHON: Llama 3's role for a tool's result (chat_tools.h writes tool results in it).
+enum class Role { SYSTEM, USER, ASSISTANT, IPYTHON };
 
 std::string_view role_name(Role role) {
   switch (role) {
@@ -21,6 +22,8 @@ std::string_view role_name(Role role) {
       return "user";
     case Role::ASSISTANT:
       return "assistant";
+    case Role::IPYTHON:
+      return "ipython";
   }
   return "?";
 }
@@ -55,9 +58,11 @@ Result<std::vector<Role>> parse_roles(std::span<const ChatMessage> messages) {
       roles.push_back(Role::USER);
     } else if (role == "assistant") {
       roles.push_back(Role::ASSISTANT);
+    } else if (role == "ipython") {
+      roles.push_back(Role::IPYTHON);
     } else {
       return Error{"chat message " + std::to_string(i) + " has role '" + role +
-                   "'; the roles are system, user and assistant"};
+                   "'; the roles are system, user, assistant and tool"};
     }
   }
   return roles;

@@ -25,6 +25,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -98,10 +99,29 @@ Result<ChatTemplateKind> detect_chat_template(std::string_view jinja_source);
 // name): the key is absent or not a string, or its template is not recognised.
 Result<ChatTemplateKind> detect_chat_template(const GgufFile& file);
 
-// One message of a conversation. role: "system", "user" or "assistant".
+// A call of a tool (a function) by the model, as an assistant message carries it.
+struct ChatToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;  // a JSON object's text, written into the prompt as it is
+};
+
+// One message of a conversation. role: "system", "user" or "assistant" ("ipython" too, for
+// Llama 3's tool results); a conversation with tools, tool calls and "tool" messages is first
+// written out by with_tools_written_out() (chat_tools.h).
 struct ChatMessage {
+  ChatMessage() = default;
+  ChatMessage(std::string role_, std::string content_, std::vector<ChatToolCall> tool_calls_ = {},
+              std::string tool_call_id_ = {})
+      : role(std::move(role_)),
+        content(std::move(content_)),
+        tool_calls(std::move(tool_calls_)),
+        tool_call_id(std::move(tool_call_id_)) {}
+
   std::string role;
   std::string content;
+  std::vector<ChatToolCall> tool_calls;  // assistant messages: the calls the model made
+  std::string tool_call_id;              // "tool" messages: the call this is the result of
 };
 
 struct ChatRenderOptions {

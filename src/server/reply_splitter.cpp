@@ -1,0 +1,228 @@
+#include "server/reply_splitter.h"
+
+#include <nlohmann/json.hpp>
+
+namespace trellis {
+
+namespace {
+
+constexpr std::string_view kThinkOpen = "<think>";
+constexpr std::string_view kThinkClose = "</think>";
+constexpr std::string_view kCallOpen = "<tool_call>";
+constexpr std::string_view kCallClose = "</tool_call>";
+
+// The length of the longest suffix of `text` that is a proper prefix of `marker`.
+size_t partial_marker_suffix(std::string_view text, std::string_view marker) {
+  for (size_t n = std::min(text.size(), marker.size() - 1); n > 0; --n)
+    if (marker.substr(0, n) == text.substr(text.size() - n)) return n;
+  return 0;
+}
+
+std::string_view trimmed(std::string_view text) {
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
+}
+
+// {"name": NAME, "<args_key>": ARGS} -> a call; ARGS kept as the model wrote it when it can be
+// cut out exactly, else as its compact serialization. False when `text` is not such an object.
+bool parse_call_object(std::string_view text, const char* args_key, ChatToolCall& call) {
+  const auto value = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (value.is_discarded() || !value.is_object()) return false;
+  auto name = value.find("name");
+  auto args = value.find(args_key);
+  if (name == value.end() || !name->is_string()) return false;
+  call.name = name->get<std::string>();
+  if (args == value.end()) {
+    call.arguments = "{}";
+    return true;
+  }
+  call.arguments = args->dump();
+  // The raw text: from after `"args_key":` to the object's closing brace.
+  const std::string key = std::string("\"") + args_key + "\"";
+  const size_t at = text.rfind(key);
+  const size_t close = text.rfind('}');
+  if (at == std::string_view::npos || close == std::string_view::npos || close <= at) return true;
+  size_t start = text.find(':', at + key.size());
+  if (start == std::string_view::npos || start > close) return true;
+  const std::string_view raw = trimmed(text.substr(start + 1, close - start - 1));
+  const auto reparsed = nlohmann::ordered_json::parse(raw, nullptr, false);
+  if (!reparsed.is_discarded() && reparsed == *args) call.arguments = std::string(raw);
+  return true;
+}
+
+std::vector<ChatToolCall> parse_hermes(std::string_view text, std::string& leftover) {
+  std::vector<ChatToolCall> calls;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t open = text.find(kCallOpen, pos);
+    if (open == std::string_view::npos) {
+      leftover += trimmed(text.substr(pos));
+      break;
+    }
+    leftover += trimmed(text.substr(pos, open - pos));
+    const size_t body = open + kCallOpen.size();
+    const size_t close = text.find(kCallClose, body);
+    ChatToolCall call;
+    if (close == std::string_view::npos ||
+        !parse_call_object(trimmed(text.substr(body, close - body)), "arguments", call)) {
+      leftover += text.substr(open);  // unfinished or unreadable: the client sees the text
+      break;
+    }
+    calls.push_back(std::move(call));
+    pos = close + kCallClose.size();
+  }
+  return calls;
+}
+
+std::vector<ChatToolCall> parse_generic(std::string_view text, std::string& leftover) {
+  const auto value = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (value.is_object()) {
+    auto response = value.find("response");
+    if (response != value.end() && response->is_string()) {
+      leftover += response->get<std::string>();
+      return {};
+    }
+    auto list = value.find("tool_calls");
+    if (list != value.end() && list->is_array()) {
+      std::vector<ChatToolCall> calls;
+      for (const auto& item : *list) {
+        ChatToolCall call;
+        if (!parse_call_object(item.dump(), "arguments", call)) {
+          leftover += text;
+          return {};
+        }
+        calls.push_back(std::move(call));
+      }
+      return calls;
+    }
+  }
+  leftover += text;
+  return {};
+}
+
+}  // namespace
+
+ReplySplitter::State ReplySplitter::content_state() const {
+  return format_.tools == ToolCallSyntax::GENERIC ? State::CALLS : State::CONTENT;
+}
+
+bool ReplySplitter::emit_until(std::string_view marker, std::string& sink, bool at_end,
+                               size_t& marker_at) {
+  marker_at = pending_.find(marker);
+  if (marker_at != std::string::npos) return true;
+  const size_t keep = at_end ? 0 : partial_marker_suffix(pending_, marker);
+  sink += pending_.substr(0, pending_.size() - keep);
+  pending_.erase(0, pending_.size() - keep);
+  return false;
+}
+
+void ReplySplitter::run(ReplyDelta& out, bool at_end) {
+  for (;;) {
+    switch (state_) {
+      case State::START: {
+        if (!at_end && pending_.size() < kThinkOpen.size() &&
+            kThinkOpen.substr(0, pending_.size()) == pending_)
+          return;  // may still become <think>
+        if (pending_.rfind(kThinkOpen, 0) == 0) {
+          pending_.erase(0, kThinkOpen.size());
+          state_ = State::REASONING;
+        } else {
+          state_ = content_state();
+        }
+        break;
+      }
+      case State::REASONING: {
+        size_t at = 0;
+        if (!emit_until(kThinkClose, out.reasoning, at_end, at)) return;
+        out.reasoning += pending_.substr(0, at);
+        pending_.erase(0, at + kThinkClose.size());
+        strip_newlines_ = true;  // "</think>\n\n" then the answer
+        state_ = content_state();
+        break;
+      }
+      case State::CONTENT: {
+        while (strip_newlines_ && !pending_.empty() && pending_.front() == '\n') pending_.erase(0, 1);
+        if (!pending_.empty()) strip_newlines_ = false;
+        if (format_.tools == ToolCallSyntax::LLAMA3_JSON && !decided_) {
+          const size_t first = pending_.find_first_not_of(" \t\r\n");
+          if (first == std::string::npos && !at_end) return;
+          decided_ = true;
+          if (first != std::string::npos && pending_[first] == '{') {
+            state_ = State::CALLS;
+            break;
+          }
+        }
+        if (format_.tools != ToolCallSyntax::HERMES) {
+          out.content += pending_;
+          pending_.clear();
+          return;
+        }
+        size_t at = 0;
+        std::string text;
+        const bool found = emit_until(kCallOpen, text, at_end, at);
+        if (found) {
+          text = pending_.substr(0, at);
+          calls_text_ = pending_.substr(at);
+          pending_.clear();
+        }
+        // Trailing newlines wait: the one before a call belongs to the call's markup.
+        text = held_newlines_ + text;
+        const size_t end = text.find_last_not_of('\n') + 1;  // npos + 1 == 0
+        held_newlines_ = text.substr(end);
+        out.content += text.substr(0, end);
+        if (!found) {
+          if (at_end) out.content += std::exchange(held_newlines_, "");
+          return;
+        }
+        if (!held_newlines_.empty()) held_newlines_.pop_back();
+        out.content += std::exchange(held_newlines_, "");
+        state_ = State::CALLS;
+        break;
+      }
+      case State::CALLS:
+        calls_text_ += pending_;
+        pending_.clear();
+        return;
+    }
+  }
+}
+
+ReplyDelta ReplySplitter::push(std::string_view text) {
+  pending_ += text;
+  ReplyDelta out;
+  run(out, false);
+  return out;
+}
+
+ReplyDelta ReplySplitter::finish(std::vector<ChatToolCall>& calls, const std::string& id_prefix) {
+  ReplyDelta out;
+  run(out, true);
+  if (state_ == State::CALLS && format_.tools) {
+    std::string leftover;
+    calls = parse_tool_calls(*format_.tools, calls_text_, id_prefix, leftover);
+    out.content += leftover;
+  }
+  return out;
+}
+
+std::vector<ChatToolCall> parse_tool_calls(ToolCallSyntax syntax, std::string_view text,
+                                           const std::string& id_prefix, std::string& leftover) {
+  std::vector<ChatToolCall> calls;
+  if (syntax == ToolCallSyntax::HERMES) {
+    calls = parse_hermes(text, leftover);
+  } else if (syntax == ToolCallSyntax::GENERIC) {
+    calls = parse_generic(text, leftover);
+  } else {
+    ChatToolCall call;
+    if (parse_call_object(trimmed(text), "parameters", call)) {
+      calls.push_back(std::move(call));
+    } else {
+      leftover += text;
+    }
+  }
+  for (size_t i = 0; i < calls.size(); ++i) calls[i].id = id_prefix + std::to_string(i);
+  return calls;
+}
+
+}  // namespace trellis

@@ -1,0 +1,68 @@
+// Splits a chat reply's text as it streams into what the API returns apart: the reasoning
+// (Qwen3's <think>...</think> at the start, sent as reasoning_content), the content, and the tool
+// calls (sent as tool_calls, never as text). Text that might be the start of a marker is held back
+// until it is known not to be one, like a stop string.
+//
+//   reply:  [<think> reasoning </think>\n\n] content [\n<tool_call>...</tool_call> ...]   HERMES
+//           [<think> reasoning </think>\n\n] content | {"name": ..., "parameters": ...}    LLAMA3_JSON
+//           {"tool_calls": [...]} | {"response": "..."}                                    GENERIC
+#pragma once
+
+#include <optional>
+#include <utility>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tokenizer/chat_tools.h"
+
+namespace trellis {
+
+struct ReplyFormat {
+  bool split_reasoning = false;  // a leading <think> block goes to reasoning
+  // The syntax tool calls come in; nullopt: the request has no tools (or tool_choice none), so
+  // the text is all content.
+  std::optional<ToolCallSyntax> tools;
+};
+
+struct ReplyDelta {
+  std::string reasoning;
+  std::string content;
+  bool empty() const { return reasoning.empty() && content.empty(); }
+};
+
+class ReplySplitter {
+ public:
+  explicit ReplySplitter(ReplyFormat format) : format_(format) {
+    state_ = format.split_reasoning ? State::START : content_state();
+  }
+
+  // Feeds the next piece of generated text; returns what can be sent now.
+  ReplyDelta push(std::string_view text);
+  // The end of the reply: the rest of the text, and the tool calls (with ids from `id_prefix`
+  // and their index). A call whose text does not parse (the reply was cut by max_tokens) is
+  // returned as content.
+  ReplyDelta finish(std::vector<ChatToolCall>& calls, const std::string& id_prefix);
+
+ private:
+  enum class State { START, REASONING, CONTENT, CALLS };
+  State content_state() const;
+  void run(ReplyDelta& out, bool at_end);
+  // Emits `pending_` up to what may still begin `marker` (all of it when at_end); returns true
+  // and consumes through the marker when it is found.
+  bool emit_until(std::string_view marker, std::string& sink, bool at_end, size_t& marker_at);
+
+  ReplyFormat format_;
+  State state_;
+  std::string pending_;       // received, not yet sent nor classified
+  std::string calls_text_;    // everything from the first call on
+  std::string held_newlines_; // content's trailing newlines: one is dropped if a call follows
+  bool strip_newlines_ = false;  // after </think>: the newlines before the answer are markup
+  bool decided_ = false;         // LLAMA3_JSON: whether the reply is a call is known
+};
+
+// The calls in a reply's call text (see ReplySplitter); `leftover` receives what does not parse.
+std::vector<ChatToolCall> parse_tool_calls(ToolCallSyntax syntax, std::string_view text,
+                                           const std::string& id_prefix, std::string& leftover);
+
+}  // namespace trellis

@@ -1,0 +1,106 @@
+// Splitting a chat reply into reasoning, content and tool calls: the same result whether the
+// text arrives whole or one byte at a time, markers never leaking into the content.
+#include "server/reply_splitter.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace trellis {
+namespace {
+
+struct Split {
+  std::string reasoning, content;
+  std::vector<ChatToolCall> calls;
+};
+
+Split split(const ReplyFormat& format, const std::string& text, size_t piece) {
+  ReplySplitter splitter(format);
+  Split out;
+  for (size_t i = 0; i < text.size(); i += piece) {
+    ReplyDelta d = splitter.push(std::string_view(text).substr(i, piece));
+    out.reasoning += d.reasoning;
+    out.content += d.content;
+  }
+  ReplyDelta d = splitter.finish(out.calls, "call_x_");
+  out.reasoning += d.reasoning;
+  out.content += d.content;
+  return out;
+}
+
+// Whole and byte by byte must agree.
+Split split_both(const ReplyFormat& format, const std::string& text) {
+  const Split whole = split(format, text, text.size() + 1);
+  const Split bytes = split(format, text, 1);
+  EXPECT_EQ(whole.reasoning, bytes.reasoning) << text;
+  EXPECT_EQ(whole.content, bytes.content) << text;
+  EXPECT_EQ(whole.calls.size(), bytes.calls.size()) << text;
+  return whole;
+}
+
+TEST(ReplySplitterTest, ReasoningGoesApart) {
+  const ReplyFormat qwen3{true, std::nullopt};
+  Split s = split_both(qwen3, "<think>\nLet me see: 2+2.\n</think>\n\nIt is 4.");
+  EXPECT_EQ(s.reasoning, "\nLet me see: 2+2.\n");
+  EXPECT_EQ(s.content, "It is 4.");
+  s = split_both(qwen3, "No thinking here <think> is text");
+  EXPECT_EQ(s.reasoning, "");
+  EXPECT_EQ(s.content, "No thinking here <think> is text");
+  s = split_both(qwen3, "<thi");  // cut short: what came is content
+  EXPECT_EQ(s.content, "<thi");
+  s = split_both(qwen3, "<think>unfinished </thi");
+  EXPECT_EQ(s.reasoning, "unfinished </thi");
+  s = split_both(ReplyFormat{false, std::nullopt}, "<think>kept inline</think>x");
+  EXPECT_EQ(s.content, "<think>kept inline</think>x");
+}
+
+TEST(ReplySplitterTest, HermesCallsAfterContent) {
+  const ReplyFormat hermes{true, ToolCallSyntax::HERMES};
+  const std::string reply =
+      "<think>need weather</think>\n\nLet me check.\n<tool_call>\n{\"name\": \"get_weather\", "
+      "\"arguments\": {\"city\": \"Paris\",  \"unit\": \"c\"}}\n</tool_call>\n<tool_call>\n"
+      "{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>";
+  Split s = split_both(hermes, reply);
+  EXPECT_EQ(s.reasoning, "need weather");
+  EXPECT_EQ(s.content, "Let me check.");  // the newline before the call is markup
+  ASSERT_EQ(s.calls.size(), 2u);
+  EXPECT_EQ(s.calls[0].name, "get_weather");
+  EXPECT_EQ(s.calls[0].arguments, "{\"city\": \"Paris\",  \"unit\": \"c\"}");  // verbatim
+  EXPECT_EQ(s.calls[0].id, "call_x_0");
+  EXPECT_EQ(s.calls[1].name, "get_time");
+  EXPECT_EQ(s.calls[1].arguments, "{}");
+  EXPECT_EQ(s.calls[1].id, "call_x_1");
+
+  s = split_both(hermes, "Two lines\n\n\nthen <tool_ca no call");
+  EXPECT_EQ(s.content, "Two lines\n\n\nthen <tool_ca no call");
+  EXPECT_TRUE(s.calls.empty());
+  // A call cut by max_tokens stays text.
+  s = split_both(hermes, "<tool_call>\n{\"name\": \"f\", \"argu");
+  EXPECT_TRUE(s.calls.empty());
+  EXPECT_EQ(s.content, "<tool_call>\n{\"name\": \"f\", \"argu");
+}
+
+TEST(ReplySplitterTest, Llama3AndGenericForms) {
+  const ReplyFormat llama{false, ToolCallSyntax::LLAMA3_JSON};
+  Split s = split_both(llama, "{\"name\": \"lookup\", \"parameters\": {\"q\": \"x\"}}");
+  ASSERT_EQ(s.calls.size(), 1u);
+  EXPECT_EQ(s.calls[0].name, "lookup");
+  EXPECT_EQ(s.calls[0].arguments, "{\"q\": \"x\"}");
+  EXPECT_EQ(s.content, "");
+  s = split_both(llama, "Plain {answer}");
+  EXPECT_EQ(s.content, "Plain {answer}");
+  EXPECT_TRUE(s.calls.empty());
+
+  const ReplyFormat generic{false, ToolCallSyntax::GENERIC};
+  s = split_both(generic, "{\"tool_calls\": [{\"name\": \"a\", \"arguments\": {\"n\": 1}}, "
+                          "{\"name\": \"b\", \"arguments\": {}}]}");
+  ASSERT_EQ(s.calls.size(), 2u);
+  EXPECT_EQ(s.calls[1].name, "b");
+  s = split_both(generic, "{\"response\": \"Hi \\\"there\\\"\"}");
+  EXPECT_TRUE(s.calls.empty());
+  EXPECT_EQ(s.content, "Hi \"there\"");
+}
+
+}  // namespace
+}  // namespace trellis
