@@ -30,6 +30,7 @@ test_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   openmpi-bin libopenmpi-dev  # `--pipeline`: a model's layers split over MPI ranks
   curl nodejs npm  # the server's tests drive it with curl and the `openai` npm client
+  json-schema-test-suite  # structured outputs: the suite's schemas, validated by ajv (npm)
   chromium  # the chat page's browser test (headless, driven by puppeteer-core)
   clang libclang-rt-dev  # fuzzing (libFuzzer)
   g++-aarch64-linux-gnu qemu-user-static  # the NEON kernels, cross-built and run under qemu

@@ -164,6 +164,7 @@ JsonSchemaCompiler::JsonSchemaCompiler(const SchemaJson& root, const JsonGrammar
 }
 
 Result<std::string> JsonSchemaCompiler::compile() {
+  TRELLIS_TRY(check_ref_bases(root_));
   Piece root;
   TRELLIS_ASSIGN(root, visit(root_, "#", 0));
   if (!root.ok()) return Error{root.unsatisfiable};
@@ -210,9 +211,13 @@ Result<SchemaPiece> JsonSchemaCompiler::visit(const SchemaJson& schema, const st
   TRELLIS_ASSIGN(branches, merger_.expand(flat, path));
   std::vector<std::string> alternatives;
   std::string why;
+  // Branch paths name the schema's own keyword; the index is exact when no sibling keyword was
+  // merged into the branches (merging drops the branches no value satisfies).
+  const char* branch_key =
+      flat.is_object() && flat.contains("oneOf") && !flat.contains("anyOf") ? "oneOf" : "anyOf";
   for (size_t i = 0; i < branches.size(); ++i) {
     const std::string branch_path =
-        branches.size() == 1 ? path : child_path(child_path(path, "anyOf"), std::to_string(i));
+        branches.size() == 1 ? path : child_path(child_path(path, branch_key), std::to_string(i));
     Piece piece;
     TRELLIS_ASSIGN(piece, visit(branches[i], branch_path, depth + 1));
     if (piece.ok()) {

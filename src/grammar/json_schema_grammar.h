@@ -5,7 +5,8 @@
 // $ref/$defs/definitions (recursive schemas too), string minLength/maxLength, pattern, format
 // (date, time, date-time, uuid, email), integer/number minimum/maximum (and the exclusive forms).
 // Annotations that do not constrain the output (title, description, examples, default, $schema,
-// $id, $comment, deprecated, readOnly, writeOnly) are accepted and ignored.
+// $id, $comment, deprecated, readOnly, writeOnly) are accepted and ignored; but a $ref inside a
+// subschema whose $id starts a new base URI is refused ($refs resolve against the root only).
 // Any other keyword is refused: the error names the keyword and its JSON pointer path
 // (e.g. "unsupported JSON Schema keyword 'minProperties' at #/properties/user"), never silently
 // relaxed.

@@ -223,6 +223,60 @@ Result<ResolvedRef> resolve_schema_ref(const SchemaJson& root, const std::string
   return ResolvedRef{node, path};
 }
 
+Status check_ref_bases(const SchemaJson& root) {
+  // Breadth-first over the structured values, each entry knowing its parent, so that a path is
+  // spelled out only for an error (spelling every path would cost depth^2 on a deep document).
+  struct Entry {
+    const SchemaJson* node;
+    int64_t parent;    // index into `entries`; -1 for the root
+    std::string key;   // the pointer token under the parent
+    bool is_map;       // an object of schemas (properties, $defs, ...), not a schema
+    int64_t id_entry;  // the innermost entry below the root with a base-changing $id; -1: none
+  };
+  std::vector<Entry> entries = {{&root, -1, "", false, -1}};
+  auto path_of = [&](int64_t index) {
+    std::vector<const std::string*> tokens;
+    for (int64_t i = index; i > 0; i = entries[i].parent) tokens.push_back(&entries[i].key);
+    std::string path = "#";
+    for (auto it = tokens.rbegin(); it != tokens.rend(); ++it) path = child_path(path, **it);
+    return path;
+  };
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const SchemaJson& node = *entries[i].node;
+    const bool is_map = entries[i].is_map;
+    int64_t id_entry = entries[i].id_entry;
+    if (node.is_object() && !is_map) {
+      const auto id = node.find("$id");
+      const bool new_base =
+          i > 0 && id != node.end() && id->is_string() && !id->get<std::string>().starts_with('#');
+      if (new_base) id_entry = static_cast<int64_t>(i);
+      const auto ref = node.find("$ref");
+      if (id_entry >= 0 && ref != node.end() && ref->is_string())
+        return Error{"unsupported '$ref' '" + ref->get<std::string>() + "' at " + path_of(i) +
+                     ": it is inside the schema at " + path_of(id_entry) +
+                     ", whose '$id' changes the base URI (references resolve against the root "
+                     "schema only)"};
+    }
+    if (node.is_object()) {
+      for (const auto& [key, value] : node.items()) {
+        if (!value.is_structured()) continue;
+        if (!is_map && (key == "enum" || key == "const" || key == "examples" || key == "default"))
+          continue;
+        const bool child_is_map = !is_map && (key == "properties" || key == "$defs" ||
+                                              key == "definitions" || key == "patternProperties" ||
+                                              key == "dependencies" || key == "dependentSchemas");
+        entries.push_back({&value, static_cast<int64_t>(i), key, child_is_map, id_entry});
+      }
+    } else if (node.is_array()) {
+      for (size_t k = 0; k < node.size(); ++k)
+        if (node[k].is_structured())
+          entries.push_back(
+              {&node[k], static_cast<int64_t>(i), std::to_string(k), false, id_entry});
+    }
+  }
+  return {};
+}
+
 Result<SchemaJson> normalize_schema(const SchemaJson& schema, const std::string& path) {
   if (!schema.is_object()) return schema;
   SchemaJson out = schema;

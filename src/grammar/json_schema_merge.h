@@ -26,6 +26,13 @@ struct ResolvedRef {
 Result<ResolvedRef> resolve_schema_ref(const SchemaJson& root, const std::string& ref,
                                        const std::string& at);
 
+// resolve_schema_ref() reads every '#...' reference against the root schema. A `$id` below the
+// root (other than a plain-name fragment "#foo") starts a new base URI, against which JSON Schema
+// resolves the $refs inside that subschema ("#" there is the subschema itself): such $refs are
+// refused by name, with the path of the $id. The whole document is checked, iteratively (any
+// depth), skipping the data of enum, const, examples and default.
+Status check_ref_bases(const SchemaJson& root);
+
 // `schema` with the draft-4 forms rewritten: a boolean exclusiveMinimum/exclusiveMaximum becomes
 // the numeric form, and a list-valued `items` becomes `prefixItems`.
 Result<SchemaJson> normalize_schema(const SchemaJson& schema, const std::string& path);

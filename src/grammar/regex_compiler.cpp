@@ -68,7 +68,11 @@ CodePointSet word_set() {
 
 CodePointSet space_set() {
   CodePointSet set;
-  for (char32_t cp : {U' ', U'\t', U'\n', U'\r', U'\f', U'\v'}) set.add(cp);
+  // ECMAScript's \s: white space and line terminators.
+  for (char32_t cp : {U' ', U'\t', U'\n', U'\r', U'\f', U'\v', U'\u00A0', U'\u1680', U'\u2028',
+                      U'\u2029', U'\u202F', U'\u205F', U'\u3000', U'\uFEFF'})
+    set.add(cp);
+  set.add_range(U'\u2000', U'\u200A');
   return set;
 }
 
@@ -189,7 +193,10 @@ class RegexCompiler {
       case '.': {
         ++pos_;
         CodePointSet set = CodePointSet::all();
+        // ECMAScript's `.`: anything but a line terminator.
         set.remove_range('\n', '\n');
+        set.remove_range('\r', '\r');
+        set.remove_range(U'\u2028', U'\u2029');
         return set_expr(set);
       }
       case '\\': {

@@ -1,10 +1,10 @@
 // Regular expressions -> GBNF, for the `regex` request field and JSON Schema's `pattern`.
 //
 // The accepted syntax (ECMAScript-like, as JSON Schema uses): literals and escapes (\n \t \r,
-// \\ \. \xHH \uHHHH and the other escaped metacharacters), `.` (any character but a newline),
-// classes [...] and [^...] with ranges and the shorthands \d \w \s \D \W \S (inside and outside
-// classes), groups ( ) and (?: ), alternation |, quantifiers * + ? {m} {m,} {m,n} (a lazy `?`
-// suffix is accepted and means the same here), anchors ^ at the start and $ at the end of the
+// \\ \. \xHH \uHHHH and the other escaped metacharacters), `.` (any character but a line
+// terminator: \n, \r, U+2028, U+2029), classes [...] and [^...] with ranges and the shorthands
+// \d \w \s \D \W \S (inside and outside classes; \s as ECMAScript's), groups ( ) and (?: ),
+// alternation |, quantifiers * + ? {m} {m,} {m,n} (a lazy `?` suffix is accepted and means the same here), anchors ^ at the start and $ at the end of the
 // pattern or of one of its top-level alternatives (the whole output must match: the pattern is
 // implicitly anchored, so these anchors change nothing). A `{` that does not open a quantifier is a
 // literal, as in ECMAScript's Annex B. Anything else (backreferences, lookaround, named groups,

@@ -14,6 +14,7 @@
 #include "sample/rng.h"
 #include "server/auth.h"
 #include "server/openai_response.h"
+#include "server/reply_memory.h"
 #include "server/reply_splitter.h"
 #include "tokenizer/chat_tools.h"
 
@@ -134,6 +135,7 @@ OpenAiService::OpenAiService(Engine& engine, ServerConfig config)
       created_(unix_seconds()) {
   limits_.max_tokens_limit = std::max(1, engine_.n_ctx());
   constraints_ = std::make_unique<ConstraintCompiler>(config_.json_grammar);
+  replies_ = std::make_unique<ReplyMemory>();
   if (config_.chat_template) {
     chat_template_ = *config_.chat_template;
   } else if (Result<ChatTemplateKind> detected = detect_chat_template(engine_.file());
@@ -263,8 +265,8 @@ std::optional<ApiError> OpenAiService::refuse_oversized_text(size_t n_bytes,
                                param);
 }
 
-ApiResult<std::vector<TokenId>> OpenAiService::render_chat_prompt(
-    const ChatCompletionRequest& req) const {
+ApiResult<std::vector<TokenId>> OpenAiService::render_chat_prompt(const ChatCompletionRequest& req,
+                                                                  const std::string& ns) const {
   size_t n_bytes = 0;
   for (const ChatRequestMessage& m : req.messages) n_bytes += m.content.size();
   if (std::optional<ApiError> refused = refuse_oversized_text(n_bytes, "messages")) return *refused;
@@ -283,6 +285,14 @@ ApiResult<std::vector<TokenId>> OpenAiService::render_chat_prompt(
   // Content is tokenized as plain text: only the template writes control tokens.
   ChatRenderOptions options;
   options.enable_thinking = req.enable_thinking;
+  // Earlier replies of the model keep the tokens it produced (see reply_memory.h).
+  std::vector<std::shared_ptr<const std::vector<TokenId>>> held;
+  options.reply_tokens = [&](std::string_view text) -> const std::vector<TokenId>* {
+    std::shared_ptr<const std::vector<TokenId>> tokens = replies_->find(ns, text);
+    if (!tokens) return nullptr;
+    held.push_back(tokens);
+    return tokens.get();
+  };
   Result<std::vector<TokenId>> tokens =
       encode_chat(engine_.tokenizer(), chat_template_, messages, options);
   if (!tokens.ok()) return invalid_request_error(tokens.error().message, "messages");
@@ -297,7 +307,8 @@ ApiResult<OpenAiService::Generation> OpenAiService::prepare_chat(std::string_vie
   const ChatCompletionRequest& req = *parsed;
   if (Status model = check_model(req.model); !model.ok())
     return not_found_error(model.error().message, "model_not_found");
-  ApiResult<std::vector<TokenId>> prompt = render_chat_prompt(req);
+  ApiResult<std::vector<TokenId>> prompt = render_chat_prompt(
+      req, cache_namespace_for(config_.cache_isolation, api_key, req.cache_salt));
   if (!prompt.ok()) return prompt.error();
   // A chat reply may run to the end of the context unless the client says otherwise.
   ApiResult<Generation> g =
@@ -586,6 +597,13 @@ TokenUsage OpenAiService::usage_of(const Generation& g,
 
 void OpenAiService::finish_request(const Generation& g, const std::vector<RequestOutput>& outputs,
                                    int status) {
+  if (g.chat && status == 200) {
+    for (const RequestOutput& out : outputs) {
+      // Only a reply whose tokens spell exactly its text (no stop string cut it).
+      if (engine_.tokenizer().decode(out.tokens) == out.text)
+        replies_->remember(g.request.cache_namespace, out.text, out.tokens);
+    }
+  }
   FinishedRequest r;
   r.prompt_tokens = static_cast<int64_t>(g.request.prompt.size());
   r.cached_tokens = outputs.empty() ? 0 : outputs.front().stats.n_cached_tokens;

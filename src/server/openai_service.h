@@ -27,6 +27,7 @@
 #include "server/http_api.h"
 #include "server/openai_protocol.h"
 #include "server/output_constraint.h"
+#include "server/reply_memory.h"
 #include "server/openai_response.h"
 #include "server/server_config.h"
 #include "server/server_metrics.h"
@@ -85,7 +86,9 @@ class OpenAiService : public HttpApi {
                                         int32_t default_max_tokens, std::string_view api_key);
   ApiResult<Generation> prepare_completion(std::string_view body, std::string_view api_key);
   ApiResult<Generation> prepare_chat(std::string_view body, std::string_view api_key);
-  ApiResult<std::vector<TokenId>> render_chat_prompt(const ChatCompletionRequest& request) const;
+  // `ns`: the request's cache namespace (remembered replies are looked up in it).
+  ApiResult<std::vector<TokenId>> render_chat_prompt(const ChatCompletionRequest& request,
+                                                     const std::string& ns) const;
   // An error when `n_bytes` of text cannot fit the context even at the most bytes per token:
   // checked before tokenizing, which costs time and memory in proportion to the text.
   std::optional<ApiError> refuse_oversized_text(size_t n_bytes, const char* param) const;
@@ -116,6 +119,7 @@ class OpenAiService : public HttpApi {
   std::vector<TokenId> chat_stop_tokens_;  // the template's end-of-turn tokens in this vocab
   std::string chat_template_warning_;      // see chat_template_warning()
   std::unique_ptr<ConstraintCompiler> constraints_;  // compiled grammars, by source
+  std::unique_ptr<ReplyMemory> replies_;  // recent replies' tokens (exact re-rendering)
   ServerMetrics metrics_;
   std::atomic<int32_t> in_flight_{0};
   std::atomic<bool> shutting_down_{false};

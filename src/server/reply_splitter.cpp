@@ -75,7 +75,67 @@ std::vector<ChatToolCall> parse_hermes(std::string_view text, std::string& lefto
   return calls;
 }
 
+// The end of the JSON value that starts at `pos` (strings, nesting and scalars scanned, not
+// validated), or npos when it does not end.
+size_t json_value_end(std::string_view text, size_t pos) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = pos; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') {
+        in_string = false;
+        if (depth == 0) return i + 1;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0) return i + 1;
+      if (depth < 0) return i;  // a scalar ended by its container
+    } else if (depth == 0 && (c == ',' || c == ' ' || c == '\n')) {
+      return i;  // a scalar at the top
+    }
+  }
+  return depth == 0 && !in_string && pos < text.size() ? text.size() : std::string_view::npos;
+}
+
+// The generic form as the grammar writes it, {"tool_calls": [{"name": N, "arguments": A}, ...]},
+// cut apart so that each A keeps its exact text. False when the text is not in that form.
+bool scan_generic_calls(std::string_view text, std::vector<ChatToolCall>& calls) {
+  auto expect = [&](size_t& pos, std::string_view word) {
+    if (text.substr(pos, word.size()) != word) return false;
+    pos += word.size();
+    return true;
+  };
+  size_t pos = 0;
+  if (!expect(pos, "{\"tool_calls\": [")) return false;
+  for (;;) {
+    ChatToolCall call;
+    if (!expect(pos, "{\"name\": ")) return false;
+    const size_t name_end = json_value_end(text, pos);
+    if (name_end == std::string_view::npos) return false;
+    const auto name = nlohmann::json::parse(text.substr(pos, name_end - pos), nullptr, false);
+    if (!name.is_string()) return false;
+    call.name = name.get<std::string>();
+    pos = name_end;
+    if (!expect(pos, ", \"arguments\": ")) return false;
+    const size_t args_end = json_value_end(text, pos);
+    if (args_end == std::string_view::npos) return false;
+    call.arguments = std::string(text.substr(pos, args_end - pos));
+    if (nlohmann::json::parse(call.arguments, nullptr, false).is_discarded()) return false;
+    pos = args_end;
+    if (!expect(pos, "}")) return false;
+    calls.push_back(std::move(call));
+    if (expect(pos, "]}")) return pos == text.size();
+    if (!expect(pos, ", ")) return false;
+  }
+}
+
 std::vector<ChatToolCall> parse_generic(std::string_view text, std::string& leftover) {
+  if (std::vector<ChatToolCall> calls; scan_generic_calls(trimmed(text), calls)) return calls;
   const auto value = nlohmann::ordered_json::parse(text, nullptr, false);
   if (value.is_object()) {
     auto response = value.find("response");

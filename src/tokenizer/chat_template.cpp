@@ -97,17 +97,20 @@ Result<size_t> check_alternation(ChatTemplateKind kind, std::span<const Role> ro
 // Collects a rendering as segments; neighbouring pieces of the same kind merge, empty ones vanish.
 class SegmentWriter {
  public:
-  SegmentWriter& markup(std::string_view text) { return add(text, false); }
-  SegmentWriter& content(std::string_view text) { return add(text, true); }
+  SegmentWriter& markup(std::string_view text) { return add(text, false, false); }
+  SegmentWriter& content(std::string_view text) { return add(text, true, false); }
+  // An assistant message's content: a segment of its own, never merged.
+  SegmentWriter& reply(std::string_view text) { return add(text, true, true); }
   std::vector<ChatSegment> take() { return std::move(segments_); }
 
  private:
-  SegmentWriter& add(std::string_view text, bool is_content) {
+  SegmentWriter& add(std::string_view text, bool is_content, bool is_reply) {
     if (text.empty()) return *this;
-    if (!segments_.empty() && segments_.back().is_content == is_content) {
+    if (!is_reply && !segments_.empty() && segments_.back().is_content == is_content &&
+        !segments_.back().is_reply) {
       segments_.back().text += text;
     } else {
-      segments_.push_back({std::string(text), is_content});
+      segments_.push_back({std::string(text), is_content, is_reply});
     }
     return *this;
   }
@@ -168,7 +171,12 @@ void render_gemma(std::span<const ChatMessage> messages, size_t first,
     out.markup(user ? "<start_of_turn>user\n" : "<start_of_turn>model\n");
     // Gemma has no system role: its text opens the first user turn.
     if (i == first && first == 1) out.content(messages[0].content).markup("\n\n");
-    out.content(messages[i].content).markup("<end_of_turn>\n");
+    if (user) {
+      out.content(messages[i].content);
+    } else {
+      out.reply(messages[i].content);
+    }
+    out.markup("<end_of_turn>\n");
   }
   if (options.add_generation_prompt) out.markup("<start_of_turn>model\n");
 }
@@ -207,7 +215,12 @@ void render_turns(std::span<const ChatMessage> messages, std::span<const Role> r
     }
     out.markup(std::string(layout.header_open) + std::string(role_name(roles[i])) +
                std::string(layout.header_close));
-    out.content(content).markup(layout.trailer);
+    if (roles[i] == Role::ASSISTANT) {
+      out.reply(content);
+    } else {
+      out.content(content);
+    }
+    out.markup(layout.trailer);
   }
   if (options.add_generation_prompt) {
     out.markup(layout.generation_prompt);
@@ -377,13 +390,35 @@ Result<std::vector<TokenId>> encode_chat(const Tokenizer& tokenizer, ChatTemplat
     options.eos_token = tokenizer.token_to_piece(vocab.eos_id, /*render_special=*/true);
   Result<std::vector<ChatSegment>> segments = render_chat_segments(kind, messages, options);
   if (!segments.ok()) return segments.error();
+  // Runs of segments are tokenized together; a remembered reply's tokens are spliced in between
+  // runs. Only where the turn after it opens with a control token (every turn format here): the
+  // text after a splice then starts at a token boundary, as it would in one encoding.
+  const bool splice = static_cast<bool>(options.reply_tokens) && kind != ChatTemplateKind::LLAMA2 &&
+                      kind != ChatTemplateKind::MISTRAL;
+  std::vector<TokenId> tokens;
   std::vector<TextSegment> pieces;
-  pieces.reserve(segments->size());
+  bool first_run = true;
+  auto flush = [&] {
+    if (pieces.empty()) return;
+    // The formats that spell BOS in the text must not get a second one from the tokenizer.
+    std::vector<TokenId> run = tokenizer.encode(pieces, first_run && !text_has_bos(kind));
+    tokens.insert(tokens.end(), run.begin(), run.end());
+    pieces.clear();
+    first_run = false;
+  };
   for (const ChatSegment& segment : *segments) {
-    pieces.push_back({segment.text, /*parse_special=*/!segment.is_content});
+    const std::vector<TokenId>* known =
+        splice && segment.is_reply ? options.reply_tokens(segment.text) : nullptr;
+    if (known == nullptr) {
+      pieces.push_back({segment.text, /*parse_special=*/!segment.is_content});
+      continue;
+    }
+    flush();
+    tokens.insert(tokens.end(), known->begin(), known->end());
+    first_run = false;
   }
-  // The formats that spell BOS in the text must not get a second one from the tokenizer.
-  return tokenizer.encode(pieces, /*add_special=*/!text_has_bos(kind));
+  flush();
+  return tokens;
 }
 
 std::span<const std::string_view> end_of_turn_texts(ChatTemplateKind kind) {

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -138,12 +139,19 @@ struct ChatRenderOptions {
   // "<|begin_of_text|>").
   std::string bos_token;
   std::string eos_token;
+  // The tokens the model generated for an assistant message's text, when the caller remembers
+  // them (null: tokenize the text). encode_chat then uses those tokens for that message, so a
+  // conversation sent back with the model's reply in it reproduces the reply's tokens and the
+  // prefix cache matches through it (a re-tokenization may split the same text differently).
+  // Used only where the assistant's turn ends with a control token.
+  std::function<const std::vector<TokenId>*(std::string_view reply_text)> reply_tokens;
 };
 
 // One piece of a rendered conversation: markup the format writes, or a message's content.
 struct ChatSegment {
   std::string text;
   bool is_content = false;  // true: tokenize as plain text (never as control tokens)
+  bool is_reply = false;    // an assistant message's content (is_content too)
 };
 
 // Renders `messages` in `kind`'s format (see the table above) as segments in order; neighbours

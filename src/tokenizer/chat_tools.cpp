@@ -155,6 +155,20 @@ std::vector<ChatMessage> with_tools_written_out(ChatTemplateKind kind,
                      {}, {}});
     }
   }
+  // The [INST] formats and Gemma need user and assistant turns to alternate: a tool result and
+  // the user message after it become one user turn.
+  if (kind == ChatTemplateKind::LLAMA2 || kind == ChatTemplateKind::MISTRAL ||
+      kind == ChatTemplateKind::GEMMA) {
+    std::vector<ChatMessage> merged;
+    for (ChatMessage& m : out) {
+      if (!merged.empty() && merged.back().role == "user" && m.role == "user") {
+        merged.back().content += "\n\n" + m.content;
+      } else {
+        merged.push_back(std::move(m));
+      }
+    }
+    out = std::move(merged);
+  }
   if (tools.empty()) return out;
   if (syntax == ToolCallSyntax::LLAMA3_JSON) {
     for (ChatMessage& m : out) {

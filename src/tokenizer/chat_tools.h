@@ -14,7 +14,8 @@
 //       {"tool_calls": [{"name": NAME, "arguments": ARGS}, ...]}  or  {"response": TEXT}
 //     in the system text (folded into the first user turn where the format has no system role);
 //     a call is that JSON as the assistant's message; results are user messages
-//     "Tool result (ID): ...".
+//     "Tool result (ID): ..." (joined with the user message that follows where the format needs
+//     turns to alternate: LLAMA2, MISTRAL, GEMMA).
 // ARGS is the call's arguments text exactly as the model wrote it (or the client sent it), so that
 // a conversation rendered again reproduces the model's earlier turns.
 #pragma once

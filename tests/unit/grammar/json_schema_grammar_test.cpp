@@ -821,6 +821,8 @@ TEST(JsonSchemaGrammar, RefusesUnsatisfiableSchemas) {
   expect_error_names(R"({"type":"string","minLength":4,"maxLength":2})",
                      "no string satisfies 'minLength' 4 and 'maxLength' 2", "#");
   expect_error_names("false", "no value satisfies the schema", "#");
+  // A branch is named by its own keyword (it was "#/anyOf/0" for a oneOf).
+  expect_error_names(R"({"oneOf":[false,false]})", "no value satisfies the schema", "#/oneOf/0");
   expect_error_names(R"({"allOf":[{"type":"string"},{"type":"integer"}]})",
                      "no value satisfies the schema", "#");
   expect_error_names(R"({"type":"object","properties":{"a":false},"required":["a"]})",
@@ -863,6 +865,30 @@ TEST(JsonSchemaGrammar, RefusesUnresolvableRefs) {
   expect_error_names(R"({"$defs":{"a":{"allOf":[{"$ref":"#/$defs/a"}],"type":"string"}},
                         "$ref":"#/$defs/a"})",
                      "nested deeper than", "#/$defs/a");
+}
+
+// A $id below the root starts a new base URI: "#" inside it is that subschema, not the root.
+// Before, such $refs resolved against the root, so the grammar accepted
+// {"n":{"next":{"n":{}}}}, which Ajv rejects (next must be the "n" schema, which allows no "n").
+TEST(JsonSchemaGrammar, RefusesRefsUnderANestedId) {
+  expect_error_names(R"({"type":"object","required":["n"],"properties":{"n":{
+                        "$id":"http://example.com/n.json","type":"object",
+                        "additionalProperties":false,"properties":{"v":{"type":"integer"},
+                        "next":{"$ref":"#"}}}}})",
+                     "unsupported '$ref' '#' at #/properties/n/properties/next: it is inside the "
+                     "schema at #/properties/n, whose '$id' changes the base URI",
+                     "#/properties/n");
+  expect_error_names(R"({"$defs":{"a":{"$id":"a.json","items":{"$ref":"#/$defs/b"}}},
+                        "$ref":"#/$defs/a"})",
+                     "'$ref' '#/$defs/b' at #/$defs/a/items", "#/$defs/a,");
+  // A $id at the root, a plain-name fragment $id, and $id-like data are no base change.
+  const Compiled compiled = compile_schema(
+      R"({"$id":"http://example.com/root.json","$defs":{"i":{"type":"integer"}},"type":"object",
+          "properties":{"a":{"$id":"#frag","items":{"$ref":"#/$defs/i"}},
+                        "$id":{"$ref":"#/$defs/i"},"e":{"enum":[{"$id":"x.json","$ref":"#"}]}},
+          "examples":[{"$id":"y","$ref":"#"}]})");
+  expect_accepts(compiled, {R"({"a":[1],"$id":2,"e":{"$id":"x.json","$ref":"#"}})"});
+  expect_rejects(compiled, {R"({"a":["x"]})", R"({"$id":"x"})"});
 }
 
 TEST(JsonSchemaGrammar, RefusesPastTheLimitsQuickly) {

@@ -380,8 +380,6 @@ TEST(CompletionRequestTest, UnimplementedFieldsAreRefusedByName) {
     json value;
   };
   const std::vector<Case> shared = {
-      {"tools", json::array({{{"type", "function"}, {"function", {{"name", "f"}}}}})},
-      {"tool_choice", "required"},
       {"functions", json::array({{{"name", "f"}}})},
       {"function_call", {{"name", "f"}}},
       {"logit_bias", {{"5", 10}}},
@@ -393,6 +391,13 @@ TEST(CompletionRequestTest, UnimplementedFieldsAreRefusedByName) {
     json chat = {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {c.field, c.value}};
     expect_bad_request(parse_chat(chat), c.field, "is not supported");
   }
+  // Tools are a chat feature.
+  expect_bad_request(
+      parse_completion({{"prompt", "x"},
+                        {"tools", json::array({{{"type", "function"}, {"function", {{"name", "f"}}}}})}}),
+      "tools", "use /v1/chat/completions");
+  expect_bad_request(parse_completion({{"prompt", "x"}, {"tool_choice", "required"}}), "tool_choice",
+                     "is not supported");
   expect_bad_request(parse_completion({{"prompt", "x"}, {"best_of", 3}}), "best_of",
                      "best_of (ranking");
   expect_bad_request(parse_completion({{"prompt", "x"}, {"n", 2}, {"best_of", 3}}), "best_of",

@@ -13,6 +13,21 @@
 namespace trellis {
 namespace {
 
+ChoiceResult choice(int32_t index, std::string text, FinishReason reason,
+                    std::optional<std::vector<LogprobEntry>> logprobs) {
+  ChoiceResult c;
+  c.index = index;
+  c.text = std::move(text);
+  c.finish_reason = reason;
+  c.logprobs = std::move(logprobs);
+  return c;
+}
+
+ChoiceResult offset_choice(ChoiceResult c, int64_t text_offset) {
+  c.text_offset = text_offset;
+  return c;
+}
+
 using nlohmann::json;
 
 const ResponseHeader kHeader{"cmpl-7", 1700000000, "tiny"};
@@ -34,8 +49,8 @@ TEST(OpenAiResponseTest, FinishReasons) {
 
 TEST(OpenAiResponseTest, CompletionResponse) {
   const std::vector<ChoiceResult> choices = {
-      {0, "Hello world", FinishReason::STOP, std::nullopt, 0},
-      {1, "Hi", FinishReason::LENGTH, std::nullopt, 0},
+      choice(0, "Hello world", FinishReason::STOP, std::nullopt),
+      choice(1, "Hi", FinishReason::LENGTH, std::nullopt),
   };
   EXPECT_EQ(completion_response_json(kHeader, choices, TokenUsage{4, 7, 0, std::nullopt}), json::parse(R"({
       "id": "cmpl-7", "object": "text_completion", "created": 1700000000, "model": "tiny",
@@ -48,7 +63,8 @@ TEST(OpenAiResponseTest, CompletionResponse) {
 
 TEST(OpenAiResponseTest, ChatCompletionResponse) {
   const ResponseHeader header{"chatcmpl-1", 1700000001, "tiny-chat"};
-  const std::vector<ChoiceResult> choices = {{0, "Hi there!", FinishReason::STOP, std::nullopt, 0}};
+  const std::vector<ChoiceResult> choices = {
+      choice(0, "Hi there!", FinishReason::STOP, std::nullopt)};
   EXPECT_EQ(chat_completion_response_json(header, choices, TokenUsage{20, 3, 16, std::nullopt}), json::parse(R"({
       "id": "chatcmpl-1", "object": "chat.completion", "created": 1700000001, "model": "tiny-chat",
       "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi there!"},
@@ -88,7 +104,7 @@ TEST(OpenAiResponseTest, ChatLogprobs) {
 
 TEST(OpenAiResponseTest, ResponsesCarryLogprobsWhenAsked) {
   const std::vector<ChoiceResult> choices = {
-      {0, "Hi there", FinishReason::STOP, sample_logprobs(), 0}};
+      choice(0, "Hi there", FinishReason::STOP, sample_logprobs())};
   const json completion = completion_response_json(kHeader, choices, TokenUsage{1, 2, 0, std::nullopt});
   EXPECT_EQ(completion["choices"][0]["logprobs"], completion_logprobs_json(sample_logprobs(), 0));
   const json chat = chat_completion_response_json(kHeader, choices, TokenUsage{1, 2, 0, std::nullopt});
@@ -96,17 +112,18 @@ TEST(OpenAiResponseTest, ResponsesCarryLogprobsWhenAsked) {
 }
 
 TEST(OpenAiResponseTest, CompletionChunks) {
-  EXPECT_EQ(completion_chunk_json(kHeader, {0, "Hel", FinishReason::NONE, std::nullopt, 0}),
+  EXPECT_EQ(completion_chunk_json(kHeader, choice(0, "Hel", FinishReason::NONE, std::nullopt)),
             json::parse(R"({"id": "cmpl-7", "object": "text_completion", "created": 1700000000,
                 "model": "tiny", "choices": [{"index": 0, "text": "Hel", "logprobs": null,
                 "finish_reason": null}]})"));
-  EXPECT_EQ(completion_chunk_json(kHeader, {2, "", FinishReason::LENGTH, std::nullopt, 0}),
+  EXPECT_EQ(completion_chunk_json(kHeader, choice(2, "", FinishReason::LENGTH, std::nullopt)),
             json::parse(R"({"id": "cmpl-7", "object": "text_completion", "created": 1700000000,
                 "model": "tiny", "choices": [{"index": 2, "text": "", "logprobs": null,
                 "finish_reason": "length"}]})"));
   // A chunk's logprobs offsets continue from the text sent before it.
   const json with_logprobs =
-      completion_chunk_json(kHeader, {0, "Hi there", FinishReason::NONE, sample_logprobs(), 10});
+      completion_chunk_json(kHeader, offset_choice(choice(0, "Hi there", FinishReason::NONE,
+                                                          sample_logprobs()), 10));
   EXPECT_EQ(with_logprobs["choices"][0]["logprobs"]["text_offset"], json::parse("[10, 12]"));
 }
 
@@ -116,16 +133,16 @@ TEST(OpenAiResponseTest, ChatChunks) {
       "object": "chat.completion.chunk", "created": 5, "model": "m",
       "choices": [{"index": 1, "delta": {"role": "assistant", "content": ""}, "logprobs": null,
                    "finish_reason": null}]})"));
-  EXPECT_EQ(chat_chunk_json(header, {1, "lo", FinishReason::NONE, std::nullopt, 0}),
+  EXPECT_EQ(chat_chunk_json(header, choice(1, "lo", FinishReason::NONE, std::nullopt)),
             json::parse(R"({"id": "chatcmpl-9", "object": "chat.completion.chunk", "created": 5,
                 "model": "m", "choices": [{"index": 1, "delta": {"content": "lo"},
                 "logprobs": null, "finish_reason": null}]})"));
-  EXPECT_EQ(chat_chunk_json(header, {1, "", FinishReason::STOP, std::nullopt, 0}),
+  EXPECT_EQ(chat_chunk_json(header, choice(1, "", FinishReason::STOP, std::nullopt)),
             json::parse(R"({"id": "chatcmpl-9", "object": "chat.completion.chunk", "created": 5,
                 "model": "m", "choices": [{"index": 1, "delta": {}, "logprobs": null,
                 "finish_reason": "stop"}]})"));
   const json with_logprobs =
-      chat_chunk_json(header, {0, "Hi there", FinishReason::NONE, sample_logprobs(), 0});
+      chat_chunk_json(header, choice(0, "Hi there", FinishReason::NONE, sample_logprobs()));
   EXPECT_EQ(with_logprobs["choices"][0]["logprobs"], chat_logprobs_json(sample_logprobs()));
 }
 
@@ -150,7 +167,8 @@ TEST(OpenAiResponseTest, SseFraming) {
 
 TEST(OpenAiResponseTest, InvalidUtf8IsReplacedNotThrown) {
   // A token that ends inside a two-byte character; json::dump() would throw on it.
-  const json chunk = completion_chunk_json(kHeader, {0, "ok\xc3", FinishReason::NONE, {}, 0});
+  const json chunk =
+      completion_chunk_json(kHeader, choice(0, "ok\xc3", FinishReason::NONE, std::nullopt));
   std::string text;
   ASSERT_NO_THROW(text = sse_data(chunk));
   EXPECT_NE(text.find("\"text\":\"ok\xef\xbf\xbd\""), std::string::npos) << text;
