@@ -153,6 +153,10 @@ std::string ServerMetrics::render(const EngineStats& e, const std::vector<StageS
             static_cast<double>(e.n_blocks_evicted));
   w.counter("num_preemptions_total", "Sequences preempted for memory.",
             static_cast<double>(e.n_preemptions));
+  w.counter("grammar_forced_tokens_total",
+            "Tokens of constrained replies appended by jump-forward (forced by the grammar) "
+            "instead of sampled one step at a time.",
+            static_cast<double>(e.n_forced_tokens));
   w.histogram("time_to_first_token_seconds", "Time to the first generated token.",
               ttft_.snapshot());
   w.histogram("e2e_request_latency_seconds", "Arrival to the end of a request.",

@@ -154,6 +154,31 @@ TEST(EngineGrammarTest, MaxTokensMidSentenceEndsWithLength) {
   EXPECT_EQ(engine->stats().n_blocks_in_use, 0);
 }
 
+TEST(EngineGrammarTest, LogprobsAndStopStringsKeepWorking) {
+  auto grammar = compile(kRecordGrammar);
+  std::unique_ptr<Engine> engine = make_engine(config(true, true));
+  ASSERT_NE(engine, nullptr);
+  // Logprobs: every token sampled (none forced), one entry per token.
+  EngineRequest request = constrained(grammar, prompt_of(2), 0.0f, 0);
+  request.logprobs = 2;
+  Result<RequestOutput> out = engine->run(request);
+  ASSERT_TRUE(out.ok());
+  expect_sentence(grammar, *out);
+  EXPECT_EQ(out->stats.n_forced_tokens, 0);
+  EXPECT_EQ(out->logprobs.size(), out->tokens.size());
+  // A stop string inside the sentence ends it there.
+  Result<RequestOutput> whole = engine->run(constrained(grammar, prompt_of(2), 0.0f, 0));
+  ASSERT_TRUE(whole.ok());
+  EngineRequest stopped = constrained(grammar, prompt_of(2), 0.0f, 0);
+  stopped.stop = {"\"n\""};
+  Result<RequestOutput> cut = engine->run(stopped);
+  ASSERT_TRUE(cut.ok());
+  EXPECT_EQ(cut->finish_reason, FinishReason::STOP);
+  ASSERT_NE(whole->text.find("\"n\""), std::string::npos);
+  EXPECT_EQ(cut->text, whole->text.substr(0, whole->text.find("\"n\"")));
+  EXPECT_EQ(engine->stats().n_blocks_in_use, 0);
+}
+
 TEST(EngineGrammarTest, ForkedBranchesEachFollowTheGrammar) {
   auto grammar = compile(kRecordGrammar);
   std::unique_ptr<Engine> engine = make_engine(config(true, true));

@@ -140,6 +140,17 @@ TEST(ServerStructuredTest, JsonObjectRegexChoiceAndGrammar) {
   }
 }
 
+TEST(ServerStructuredTest, JumpForwardTokensAreCounted) {
+  TestServer server;
+  EXPECT_EQ(server.metric("grammar_forced_tokens_total"), 0);
+  const HttpReply reply = server.post(
+      "/v1/completions", {{"prompt", "x"}, {"max_tokens", 200}, {"temperature", 0},
+                          {"response_format", schema_format(kPersonSchema)}});
+  ASSERT_EQ(reply.status, 200);
+  // `","age":` and the like are forced: appended without sampling.
+  EXPECT_GT(server.metric("grammar_forced_tokens_total"), 0);
+}
+
 TEST(ServerStructuredTest, MaxTokensInsideTheObjectEndsWithLength) {
   TestServer server;
   const json body = server.post("/v1/completions",
