@@ -62,6 +62,19 @@ const std::string& phi3_template() {
   return text;
 }
 
+// Phi-4-mini: Phi-3's role markers without newlines; a system message's tools go between
+// <|tool|> and <|/tool|>.
+constexpr std::string_view kPhi4Template = R"({%- for message in messages -%}
+  {%- if message['role'] == 'system' and message['tools'] is defined and message['tools'] -%}
+    {{- '<|system|>' + message['content'] + '<|tool|>' + message['tools'] + '<|/tool|><|end|>' -}}
+  {%- else -%}
+    {{- '<|' + message['role'] + '|>' + message['content'] + '<|end|>' -}}
+  {%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+  {{- '<|assistant|>' -}}
+{%- endif -%})";
+
 constexpr std::string_view kChatMlTemplate = R"({%- for message in messages -%}
   {{- '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n' -}}
 {%- endfor -%}
@@ -184,6 +197,8 @@ std::string_view chat_template_source(ChatTemplateKind kind) {
       return phi3_template();
     case ChatTemplateKind::QWEN3:
       return kQwen3Template;
+    case ChatTemplateKind::PHI4:
+      return kPhi4Template;
   }
   return kChatMlTemplate;
 }

@@ -10,6 +10,7 @@ constexpr std::string_view kThinkOpen = "<think>";
 constexpr std::string_view kThinkClose = "</think>";
 constexpr std::string_view kCallOpen = "<tool_call>";
 constexpr std::string_view kCallClose = "</tool_call>";
+constexpr std::string_view kFunctools = "functools[";
 
 // The length of the longest suffix of `text` that is a proper prefix of `marker`.
 size_t partial_marker_suffix(std::string_view text, std::string_view marker) {
@@ -102,16 +103,18 @@ size_t json_value_end(std::string_view text, size_t pos) {
   return depth == 0 && !in_string && pos < text.size() ? text.size() : std::string_view::npos;
 }
 
-// The generic form as the grammar writes it, {"tool_calls": [{"name": N, "arguments": A}, ...]},
-// cut apart so that each A keeps its exact text. False when the text is not in that form.
-bool scan_generic_calls(std::string_view text, std::vector<ChatToolCall>& calls) {
+// A list of calls as the grammar writes it, `open` {"name": N, "arguments": A}, ... `close`
+// ({"tool_calls": [ ... ]} or functools[ ... ]), cut apart so that each A keeps its exact text.
+// False when the text is not in that form.
+bool scan_call_list(std::string_view text, std::string_view open, std::string_view close,
+                    std::vector<ChatToolCall>& calls) {
   auto expect = [&](size_t& pos, std::string_view word) {
     if (text.substr(pos, word.size()) != word) return false;
     pos += word.size();
     return true;
   };
   size_t pos = 0;
-  if (!expect(pos, "{\"tool_calls\": [")) return false;
+  if (!expect(pos, open)) return false;
   for (;;) {
     ChatToolCall call;
     if (!expect(pos, "{\"name\": ")) return false;
@@ -129,13 +132,36 @@ bool scan_generic_calls(std::string_view text, std::vector<ChatToolCall>& calls)
     pos = args_end;
     if (!expect(pos, "}")) return false;
     calls.push_back(std::move(call));
-    if (expect(pos, "]}")) return pos == text.size();
+    if (expect(pos, close)) return pos == text.size();
     if (!expect(pos, ", ")) return false;
   }
 }
 
+// The text of a JSON string literal's content cut short (max_tokens): its escapes decoded, an
+// unfinished escape at the end dropped.
+std::string partial_json_string(std::string_view content) {
+  // An escape is at most 6 characters (\uXXXX): one of the last 7 cuts parses.
+  const size_t shortest = content.size() > 6 ? content.size() - 6 : 0;
+  for (size_t cut = content.size(); cut + 1 > shortest && cut <= content.size(); --cut) {
+    const auto value =
+        nlohmann::json::parse("\"" + std::string(content.substr(0, cut)) + "\"", nullptr, false);
+    if (value.is_string()) return value.get<std::string>();
+    if (cut == 0) break;
+  }
+  return std::string(content);
+}
+
 std::vector<ChatToolCall> parse_generic(std::string_view text, std::string& leftover) {
-  if (std::vector<ChatToolCall> calls; scan_generic_calls(trimmed(text), calls)) return calls;
+  // {"response": "... cut by max_tokens: the answer so far, not its wrapper.
+  constexpr std::string_view kResponse = "{\"response\": \"";
+  if (text.substr(0, kResponse.size()) == kResponse &&
+      nlohmann::json::parse(text, nullptr, false).is_discarded()) {
+    leftover += partial_json_string(text.substr(kResponse.size()));
+    return {};
+  }
+  if (std::vector<ChatToolCall> calls;
+      scan_call_list(trimmed(text), "{\"tool_calls\": [", "]}", calls))
+    return calls;
   const auto value = nlohmann::ordered_json::parse(text, nullptr, false);
   if (value.is_object()) {
     auto response = value.find("response");
@@ -159,6 +185,13 @@ std::vector<ChatToolCall> parse_generic(std::string_view text, std::string& left
   }
   leftover += text;
   return {};
+}
+
+// functools[...] after the text; a list that does not scan stays text.
+std::vector<ChatToolCall> parse_functools(std::string_view text, std::string& leftover) {
+  std::vector<ChatToolCall> calls;
+  if (!scan_call_list(trimmed(text), kFunctools, "]", calls)) leftover += text;
+  return calls;
 }
 
 }  // namespace
@@ -213,14 +246,16 @@ void ReplySplitter::run(ReplyDelta& out, bool at_end) {
             break;
           }
         }
-        if (format_.tools != ToolCallSyntax::HERMES) {
+        if (format_.tools != ToolCallSyntax::HERMES && format_.tools != ToolCallSyntax::FUNCTOOLS) {
           out.content += pending_;
           pending_.clear();
           return;
         }
+        const std::string_view marker =
+            format_.tools == ToolCallSyntax::HERMES ? kCallOpen : kFunctools;
         size_t at = 0;
         std::string text;
-        const bool found = emit_until(kCallOpen, text, at_end, at);
+        const bool found = emit_until(marker, text, at_end, at);
         if (found) {
           text = pending_.substr(0, at);
           calls_text_ = pending_.substr(at);
@@ -235,7 +270,9 @@ void ReplySplitter::run(ReplyDelta& out, bool at_end) {
           if (at_end) out.content += std::exchange(held_newlines_, "");
           return;
         }
-        if (!held_newlines_.empty()) held_newlines_.pop_back();
+        // HERMES writes the text and a call with a newline between them (FUNCTOOLS without).
+        if (format_.tools == ToolCallSyntax::HERMES && !held_newlines_.empty())
+          held_newlines_.pop_back();
         out.content += std::exchange(held_newlines_, "");
         state_ = State::CALLS;
         break;
@@ -271,6 +308,8 @@ std::vector<ChatToolCall> parse_tool_calls(ToolCallSyntax syntax, std::string_vi
   std::vector<ChatToolCall> calls;
   if (syntax == ToolCallSyntax::HERMES) {
     calls = parse_hermes(text, leftover);
+  } else if (syntax == ToolCallSyntax::FUNCTOOLS) {
+    calls = parse_functools(text, leftover);
   } else if (syntax == ToolCallSyntax::GENERIC) {
     calls = parse_generic(text, leftover);
   } else {

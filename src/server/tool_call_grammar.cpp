@@ -62,6 +62,20 @@ Result<std::string> tool_call_gbnf(std::span<const RequestTool> tools,
       body = auto_choice ? "call | ([^{] .*)?" : "call";
       break;
     }
+    case ToolCallSyntax::FUNCTOOLS: {
+      std::string alternatives;
+      TRELLIS_ASSIGN(alternatives, named_arguments(tools, options, "arguments", rules));
+      rules += "call ::= " + gbnf_literal("{\"name\": \"") + " (" + alternatives + ") \"}\"\n";
+      const std::string calls =
+          gbnf_literal("functools[") + " " + repeated("call", ", ", options.parallel) + " \"]\"";
+      if (auto_choice) {
+        rules += text_without_gbnf("functools[", "free");
+        body = "free (" + calls + ")?";
+      } else {
+        body = calls;
+      }
+      break;
+    }
     case ToolCallSyntax::GENERIC: {
       std::string alternatives;
       TRELLIS_ASSIGN(alternatives, named_arguments(tools, options, "arguments", rules));

@@ -220,6 +220,8 @@ void render_turns(std::span<const ChatMessage> messages, std::span<const Role> r
     } else {
       out.content(content);
     }
+    if (!messages[i].tools_json.empty())
+      out.markup("<|tool|>").content(messages[i].tools_json).markup("<|/tool|>");
     out.markup(layout.trailer);
   }
   if (options.add_generation_prompt) {
@@ -236,6 +238,8 @@ TurnLayout turn_layout(ChatTemplateKind kind, const ChatRenderOptions& options) 
       return {"<|", "|>\n", eos_or_default(options) + "\n", "<|assistant|>\n"};
     case ChatTemplateKind::PHI3:
       return {"<|", "|>\n", "<|end|>\n", "<|assistant|>\n"};
+    case ChatTemplateKind::PHI4:
+      return {"<|", "|>", "<|end|>", "<|assistant|>"};
     case ChatTemplateKind::LLAMA3:
       return {"<|start_header_id|>", "<|end_header_id|>\n\n", "<|eot_id|>",
               "<|start_header_id|>assistant<|end_header_id|>\n\n"};
@@ -269,6 +273,8 @@ std::string_view chat_template_name(ChatTemplateKind kind) {
       return "phi3";
     case ChatTemplateKind::QWEN3:
       return "qwen3";
+    case ChatTemplateKind::PHI4:
+      return "phi4";
   }
   return "?";
 }
@@ -291,6 +297,7 @@ bool text_has_bos(ChatTemplateKind kind) {
     case ChatTemplateKind::GEMMA:
     case ChatTemplateKind::PHI3:
     case ChatTemplateKind::QWEN3:
+    case ChatTemplateKind::PHI4:
       return false;
   }
   return false;
@@ -308,6 +315,9 @@ Result<ChatTemplateKind> detect_chat_template(std::string_view jinja_source) {
   }
   if (contains(jinja_source, "<|start_header_id|>")) return ChatTemplateKind::LLAMA3;
   if (contains(jinja_source, "<start_of_turn>")) return ChatTemplateKind::GEMMA;
+  // Phi-4-mini: Phi-3's markers without the newlines, and tools between <|tool|> markers.
+  if (contains(jinja_source, "<|tool|>") && contains(jinja_source, "<|end|>"))
+    return ChatTemplateKind::PHI4;
   if (contains(jinja_source, "<|user|>") && contains(jinja_source, "<|assistant|>")) {
     // Phi-3 uses Zephyr's role headers but ends turns with <|end|> instead of EOS.
     return contains(jinja_source, "<|end|>") ? ChatTemplateKind::PHI3 : ChatTemplateKind::ZEPHYR;
@@ -364,6 +374,7 @@ Result<std::vector<ChatSegment>> render_chat_segments(ChatTemplateKind kind,
     case ChatTemplateKind::CHATML:
     case ChatTemplateKind::PHI3:
     case ChatTemplateKind::QWEN3:
+    case ChatTemplateKind::PHI4:
       render_turns(messages, *roles, turn_layout(kind, options), kind == ChatTemplateKind::QWEN3,
                    options, out);
       break;
@@ -435,6 +446,7 @@ std::span<const std::string_view> end_of_turn_texts(ChatTemplateKind kind) {
     case ChatTemplateKind::GEMMA:
       return kGemma;
     case ChatTemplateKind::PHI3:
+    case ChatTemplateKind::PHI4:
       return kPhi3;
     case ChatTemplateKind::LLAMA2:
     case ChatTemplateKind::ZEPHYR:

@@ -58,6 +58,8 @@ inline constexpr std::string_view kChatTemplateKey = "tokenizer.chat_template";
 //            (no system role: the system text opens the first user turn; BOS comes from the vocab)
 //   PHI3     <|system|>\n{S}<|end|>\n<|user|>\n{U}<|end|>\n<|assistant|>\n{A}<|end|>\n ...
 //            <|assistant|>\n
+//   PHI4     <|system|>{S}<|end|><|user|>{U}<|end|><|assistant|>{A}<|end|> ... <|assistant|>
+//            (Phi-4-mini; a system message with tools adds <|tool|>{tools}<|/tool|> before <|end|>)
 //   QWEN3    as CHATML, except that an assistant turn before the last user message is written
 //            without its reasoning: of "<think>R</think>\n\nA" only "A" (the text after the last
 //            `</think>`, leading newlines dropped). The generation prompt leaves thinking on
@@ -65,14 +67,14 @@ inline constexpr std::string_view kChatTemplateKey = "tokenizer.chat_template";
 // Content is never changed otherwise (the published Llama-2/Llama-3/Gemma Jinja templates also
 // trim it). MISTRAL is the v0.1 layout; later Mistral templates differ in spaces and where the
 // system text goes.
-enum class ChatTemplateKind { LLAMA2, ZEPHYR, CHATML, LLAMA3, MISTRAL, GEMMA, PHI3, QWEN3 };
+enum class ChatTemplateKind { LLAMA2, ZEPHYR, CHATML, LLAMA3, MISTRAL, GEMMA, PHI3, QWEN3, PHI4 };
 
-inline constexpr std::array<ChatTemplateKind, 8> kAllChatTemplateKinds = {
+inline constexpr std::array<ChatTemplateKind, 9> kAllChatTemplateKinds = {
     ChatTemplateKind::LLAMA2, ChatTemplateKind::ZEPHYR,  ChatTemplateKind::CHATML,
     ChatTemplateKind::LLAMA3, ChatTemplateKind::MISTRAL, ChatTemplateKind::GEMMA,
-    ChatTemplateKind::PHI3,   ChatTemplateKind::QWEN3};
+    ChatTemplateKind::PHI3,   ChatTemplateKind::QWEN3,   ChatTemplateKind::PHI4};
 
-// "llama2", "zephyr", "chatml", "llama3", "mistral", "gemma", "phi3", "qwen3": the names
+// "llama2", "zephyr", "chatml", "llama3", "mistral", "gemma", "phi3", "qwen3", "phi4": the names
 // --chat-template accepts.
 std::string_view chat_template_name(ChatTemplateKind kind);
 // The inverse of chat_template_name (exact, lower case). Error: an unknown name; the message lists
@@ -89,6 +91,7 @@ bool text_has_bos(ChatTemplateKind kind);
 //   `<|im_start|>`                              -> CHATML   (Qwen2.5 and most ChatML models)
 //   `<|start_header_id|>`                       -> LLAMA3
 //   `<start_of_turn>`                           -> GEMMA
+//   `<|tool|>` with `<|end|>`                   -> PHI4     (Phi-4-mini)
 //   `<|user|>` and `<|assistant|>`, `<|end|>`   -> PHI3
 //   `<|user|>` and `<|assistant|>`, no `<|end|>` -> ZEPHYR
 //   `[INST]` with `<<SYS>>`                     -> LLAMA2
@@ -123,6 +126,9 @@ struct ChatMessage {
   std::string content;
   std::vector<ChatToolCall> tool_calls;  // assistant messages: the calls the model made
   std::string tool_call_id;              // "tool" messages: the call this is the result of
+  // PHI4 system messages: the tools' JSON list, written between <|tool|> and <|/tool|> (as
+  // content: it is the client's text).
+  std::string tools_json;
 };
 
 struct ChatRenderOptions {

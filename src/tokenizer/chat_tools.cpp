@@ -70,14 +70,32 @@ std::string generic_tools_text(std::span<const ChatTool> tools) {
   return text;
 }
 
-std::string generic_calls_text(std::span<const ChatToolCall> calls) {
-  std::string text = "{\"tool_calls\": [";
+// {"name": NAME, "arguments": ARGS} for each call, joined by ", " between `open` and `close`.
+std::string calls_list_text(std::span<const ChatToolCall> calls, std::string_view open,
+                            std::string_view close) {
+  std::string text(open);
   for (size_t i = 0; i < calls.size(); ++i) {
     if (i > 0) text += ", ";
     text += "{\"name\": " + json_string(calls[i].name) + ", \"arguments\": " +
             (calls[i].arguments.empty() ? std::string("{}") : calls[i].arguments) + "}";
   }
-  return text + "]}";
+  return text + std::string(close);
+}
+
+std::string generic_calls_text(std::span<const ChatToolCall> calls) {
+  return calls_list_text(calls, "{\"tool_calls\": [", "]}");
+}
+
+// Phi-4-mini's list: the functions themselves, without OpenAI's {"type": "function"} wrapper.
+std::string phi4_tools_json(std::span<const ChatTool> tools) {
+  std::string text = "[";
+  for (size_t i = 0; i < tools.size(); ++i) {
+    if (i > 0) text += ", ";
+    text += "{\"name\": " + json_string(tools[i].name);
+    if (!tools[i].description.empty()) text += ", \"description\": " + json_string(tools[i].description);
+    text += ", \"parameters\": " + (tools[i].parameters.empty() ? std::string("{}") : tools[i].parameters) + "}";
+  }
+  return text + "]";
 }
 
 // Adds `text` to the system message (a new one first when there is none).
@@ -92,6 +110,8 @@ void add_system_text(std::vector<ChatMessage>& out, const std::string& text) {
 std::string assistant_text(ToolCallSyntax syntax, const ChatMessage& m) {
   if (m.tool_calls.empty()) return m.content;
   if (syntax == ToolCallSyntax::GENERIC) return generic_calls_text(m.tool_calls);
+  if (syntax == ToolCallSyntax::FUNCTOOLS)  // the text, then all calls in one list
+    return m.content + calls_list_text(m.tool_calls, "functools[", "]");
   std::string text = m.content;
   for (const ChatToolCall& call : m.tool_calls) {
     if (syntax == ToolCallSyntax::HERMES) {
@@ -113,6 +133,8 @@ ToolCallSyntax tool_call_syntax(ChatTemplateKind kind) {
       return ToolCallSyntax::HERMES;
     case ChatTemplateKind::LLAMA3:
       return ToolCallSyntax::LLAMA3_JSON;
+    case ChatTemplateKind::PHI4:
+      return ToolCallSyntax::FUNCTOOLS;
     default:
       return ToolCallSyntax::GENERIC;
   }
@@ -125,6 +147,8 @@ std::string written_tool_call(ToolCallSyntax syntax, const ChatToolCall& call) {
            "}\n</tool_call>";
   if (syntax == ToolCallSyntax::LLAMA3_JSON)
     return "{\"name\": " + json_string(call.name) + ", \"parameters\": " + args + "}";
+  if (syntax == ToolCallSyntax::FUNCTOOLS)
+    return calls_list_text(std::span<const ChatToolCall>(&call, 1), "functools[", "]");
   return generic_calls_text(std::span<const ChatToolCall>(&call, 1));
 }
 
@@ -170,6 +194,11 @@ std::vector<ChatMessage> with_tools_written_out(ChatTemplateKind kind,
     out = std::move(merged);
   }
   if (tools.empty()) return out;
+  if (syntax == ToolCallSyntax::FUNCTOOLS) {
+    if (out.empty() || out.front().role != "system") out.insert(out.begin(), ChatMessage{"system", ""});
+    out.front().tools_json = phi4_tools_json(tools);
+    return out;
+  }
   if (syntax == ToolCallSyntax::LLAMA3_JSON) {
     for (ChatMessage& m : out) {
       if (m.role != "user") continue;

@@ -10,6 +10,9 @@
 //   LLAMA3_JSON (LLAMA3: Llama 3.1/3.2)  the tools and the instruction to answer with
 //     {"name": NAME, "parameters": ARGS} open the first user message; a call is that JSON alone as
 //     the assistant's message; results go in "ipython" turns.
+//   FUNCTOOLS (PHI4: Phi-4-mini)  the tools as a JSON list between <|tool|> markers in the system
+//     message; calls as  functools[{"name": NAME, "arguments": ARGS}, ...]  after the text;
+//     results as user messages "Tool result (ID): ...".
 //   GENERIC (every other format)  the tools and the instruction to answer with a JSON object,
 //       {"tool_calls": [{"name": NAME, "arguments": ARGS}, ...]}  or  {"response": TEXT}
 //     in the system text (folded into the first user turn where the format has no system role);
@@ -34,7 +37,7 @@ struct ChatTool {
   std::string parameters;   // a JSON schema's text (an object schema)
 };
 
-enum class ToolCallSyntax { HERMES, LLAMA3_JSON, GENERIC };
+enum class ToolCallSyntax { HERMES, LLAMA3_JSON, FUNCTOOLS, GENERIC };
 
 ToolCallSyntax tool_call_syntax(ChatTemplateKind kind);
 
@@ -45,8 +48,7 @@ std::vector<ChatMessage> with_tools_written_out(ChatTemplateKind kind,
                                                 std::span<const ChatMessage> messages,
                                                 std::span<const ChatTool> tools);
 
-// How a call is written in the assistant's text (and what the constrained reply produces), for
-// the syntaxes that write one call per block: HERMES's block, LLAMA3_JSON's object.
+// How one call is written in the assistant's text (and what the constrained reply produces).
 std::string written_tool_call(ToolCallSyntax syntax, const ChatToolCall& call);
 
 }  // namespace trellis

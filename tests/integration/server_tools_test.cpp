@@ -179,7 +179,7 @@ TEST_P(ServerToolsTest, ASecondTurnRendersCallsAndResultsAndHitsTheCache) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, ServerToolsTest,
-                         ::testing::Values("default", "chatml", "qwen3", "llama3"),
+                         ::testing::Values("default", "chatml", "qwen3", "llama3", "phi4"),
                          [](const auto& info) { return std::string(info.param); });
 
 TEST(ServerToolsErrorsTest, BadToolRequestsAreRefusedByName) {

@@ -81,6 +81,19 @@ TEST(ReplySplitterTest, HermesCallsAfterContent) {
   EXPECT_EQ(s.content, "<tool_call>\n{\"name\": \"f\", \"argu");
 }
 
+TEST(ReplySplitterTest, FunctoolsAfterContent) {
+  const ReplyFormat phi4{false, ToolCallSyntax::FUNCTOOLS};
+  Split s = split_both(phi4, "Checking.\nfunctools[{\"name\": \"a\", \"arguments\": {\"x\": [1, 2]}}, "
+                             "{\"name\": \"b\", \"arguments\": {}}]");
+  EXPECT_EQ(s.content, "Checking.\n");
+  ASSERT_EQ(s.calls.size(), 2u);
+  EXPECT_EQ(s.calls[0].arguments, "{\"x\": [1, 2]}");
+  EXPECT_EQ(s.calls[1].name, "b");
+  s = split_both(phi4, "no functools here, functools[broken");
+  EXPECT_TRUE(s.calls.empty());
+  EXPECT_EQ(s.content, "no functools here, functools[broken");
+}
+
 TEST(ReplySplitterTest, Llama3AndGenericForms) {
   const ReplyFormat llama{false, ToolCallSyntax::LLAMA3_JSON};
   Split s = split_both(llama, "{\"name\": \"lookup\", \"parameters\": {\"q\": \"x\"}}");
@@ -100,6 +113,9 @@ TEST(ReplySplitterTest, Llama3AndGenericForms) {
   s = split_both(generic, "{\"response\": \"Hi \\\"there\\\"\"}");
   EXPECT_TRUE(s.calls.empty());
   EXPECT_EQ(s.content, "Hi \"there\"");
+  // Cut by max_tokens inside the answer: the answer so far, without its wrapper.
+  s = split_both(generic, "{\"response\": \"Line\\none \\u00e");
+  EXPECT_EQ(s.content, "Line\none ");
 }
 
 }  // namespace

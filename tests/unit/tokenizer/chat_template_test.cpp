@@ -44,11 +44,11 @@ std::string render_ok(ChatTemplateKind kind, const std::vector<ChatMessage>& mes
 
 // ---- names ----
 
-const std::string kAllNames = "llama2, zephyr, chatml, llama3, mistral, gemma, phi3, qwen3";
+const std::string kAllNames = "llama2, zephyr, chatml, llama3, mistral, gemma, phi3, qwen3, phi4";
 
 TEST(ChatTemplateTest, NamesRoundTrip) {
-  const std::vector<std::string> names = {"llama2",  "zephyr", "chatml", "llama3",
-                                          "mistral", "gemma",  "phi3",   "qwen3"};
+  const std::vector<std::string> names = {"llama2", "zephyr", "chatml", "llama3", "mistral",
+                                          "gemma",  "phi3",   "qwen3",  "phi4"};
   ASSERT_EQ(names.size(), kAllChatTemplateKinds.size());
   for (size_t i = 0; i < names.size(); ++i) {
     EXPECT_EQ(chat_template_name(kAllChatTemplateKinds[i]), names[i]);
@@ -175,6 +175,27 @@ TEST(ChatTemplateTest, Phi3) {
   EXPECT_EQ(render_ok(ChatTemplateKind::PHI3, kConversation, false), conversation);
   EXPECT_EQ(render_ok(ChatTemplateKind::PHI3, kSingleUser, true),
             "<|user|>\nHi!<|end|>\n<|assistant|>\n");
+}
+
+TEST(ChatTemplateTest, Phi4IsPhi3WithoutNewlines) {
+  const std::string conversation =
+      "<|system|>Be brief.<|end|><|user|>Hi!<|end|><|assistant|>Hello.<|end|>"
+      "<|user|>Name a color.<|end|>";
+  EXPECT_EQ(render_ok(ChatTemplateKind::PHI4, kConversation, true), conversation + "<|assistant|>");
+  // Tools go between <|tool|> markers in the system turn.
+  std::vector<ChatMessage> with_tools = kConversation;
+  with_tools[0].tools_json = "[{\"name\": \"f\"}]";
+  EXPECT_EQ(render_ok(ChatTemplateKind::PHI4, with_tools, false).rfind(
+                "<|system|>Be brief.<|tool|>[{\"name\": \"f\"}]<|/tool|><|end|><|user|>", 0),
+            0u);
+  // Phi-4-mini's template: Phi-3's markers plus <|tool|>.
+  Result<ChatTemplateKind> detected = detect_chat_template(
+      "{% for message in messages %}{% if message['role'] == 'system' and 'tools' in message %}"
+      "{{'<|system|>' + message['content'] + '<|tool|>' + message['tools'] + '<|/tool|>' + "
+      "'<|end|>'}}{% else %}{{'<|' + message['role'] + '|>' + message['content'] + '<|end|>'}}"
+      "{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>' }}{% endif %}");
+  ASSERT_TRUE(detected.ok());
+  EXPECT_EQ(*detected, ChatTemplateKind::PHI4);
 }
 
 TEST(ChatTemplateTest, Qwen3IsChatMlWithThinkingOnByDefault) {
