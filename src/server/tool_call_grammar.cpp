@@ -32,54 +32,45 @@ std::string repeated(const std::string& item, const std::string& separator, bool
   return parallel ? item + " (" + gbnf_literal(separator) + " " + item + ")*" : item;
 }
 
+// The calls `open` call (separator call)* `close`, after free text that never spells `marker`
+// (the start of `open`: what the reply splitter looks for) when the choice is auto.
+std::string calls_after_text(const std::string& marker, const std::string& open,
+                             const std::string& separator, const std::string& close,
+                             const ToolGrammarOptions& options, std::string& rules) {
+  const std::string calls = gbnf_literal(open) + " " +
+                            repeated("call", separator, options.parallel) + " " +
+                            gbnf_literal(close);
+  if (options.choice.mode != ToolChoiceMode::AUTO) return calls;
+  rules += text_without_gbnf(marker, "free");
+  return "free (" + calls + ")?";
+}
+
 }  // namespace
 
 Result<std::string> tool_call_gbnf(std::span<const RequestTool> tools,
                                    const ToolGrammarOptions& options) {
   std::string rules;
   const bool auto_choice = options.choice.mode == ToolChoiceMode::AUTO;
+  // call ::= {"name": "NAME", "<key>": ARGS}, one alternative per callable function (HERMES
+  // wraps it in its block: its calls are separated by nothing but that block's own newline).
+  const char* key = options.syntax == ToolCallSyntax::LLAMA3_JSON ? "parameters" : "arguments";
+  std::string alternatives;
+  TRELLIS_ASSIGN(alternatives, named_arguments(tools, options, key, rules));
+  rules += "call ::= " + gbnf_literal("{\"name\": \"") + " (" + alternatives + ") \"}\"\n";
   std::string body;
   switch (options.syntax) {
-    case ToolCallSyntax::HERMES: {
-      std::string alternatives;
-      TRELLIS_ASSIGN(alternatives, named_arguments(tools, options, "arguments", rules));
-      rules += "call ::= " + gbnf_literal("<tool_call>\n{\"name\": \"") + " (" + alternatives +
-               ") " + gbnf_literal("}\n</tool_call>") + "\n";
-      const std::string calls = repeated("call", "\n", options.parallel);
-      if (auto_choice) {
-        rules += text_without_gbnf("<tool_call>", "free");
-        body = "free (" + calls + ")?";
-      } else {
-        body = calls;
-      }
+    case ToolCallSyntax::HERMES:
+      body = calls_after_text("<tool_call>", "<tool_call>\n", "\n</tool_call>\n<tool_call>\n",
+                              "\n</tool_call>", options, rules);
       break;
-    }
-    case ToolCallSyntax::LLAMA3_JSON: {
-      std::string alternatives;
-      TRELLIS_ASSIGN(alternatives, named_arguments(tools, options, "parameters", rules));
-      rules += "call ::= " + gbnf_literal("{\"name\": \"") + " (" + alternatives + ") \"}\"\n";
+    case ToolCallSyntax::LLAMA3_JSON:
       // Free text is anything that does not open with '{' (an object is a call).
       body = auto_choice ? "call | ([^{] .*)?" : "call";
       break;
-    }
-    case ToolCallSyntax::FUNCTOOLS: {
-      std::string alternatives;
-      TRELLIS_ASSIGN(alternatives, named_arguments(tools, options, "arguments", rules));
-      rules += "call ::= " + gbnf_literal("{\"name\": \"") + " (" + alternatives + ") \"}\"\n";
-      const std::string calls =
-          gbnf_literal("functools[") + " " + repeated("call", ", ", options.parallel) + " \"]\"";
-      if (auto_choice) {
-        rules += text_without_gbnf("functools[", "free");
-        body = "free (" + calls + ")?";
-      } else {
-        body = calls;
-      }
+    case ToolCallSyntax::FUNCTOOLS:
+      body = calls_after_text("functools[", "functools[", ", ", "]", options, rules);
       break;
-    }
     case ToolCallSyntax::GENERIC: {
-      std::string alternatives;
-      TRELLIS_ASSIGN(alternatives, named_arguments(tools, options, "arguments", rules));
-      rules += "call ::= " + gbnf_literal("{\"name\": \"") + " (" + alternatives + ") \"}\"\n";
       body = gbnf_literal("{\"tool_calls\": [") + " " + repeated("call", ", ", options.parallel) +
              " " + gbnf_literal("]}");
       if (auto_choice) {
