@@ -27,5 +27,7 @@ void add_bench_block_size_command(CLI::App& bench, int& exit_code);
 void add_bench_router_command(CLI::App& bench, int& exit_code);
 // `trellis bench restart`: TTFT cold, hot and warm from the disk tier after a restart.
 void add_bench_restart_command(CLI::App& bench, int& exit_code);
+// `trellis bench structured`: token masks, schema compiles, constrained decoding, jump-forward.
+void add_bench_structured_command(CLI::App& bench, int& exit_code);
 
 }  // namespace trellis::cli
