@@ -10,8 +10,37 @@ size_t GrammarAutomaton::VectorHash::operator()(const std::vector<uint32_t>& v) 
   return static_cast<size_t>(h);
 }
 
+namespace {
+
+// Partition refinement: two bytes share a class when every byte set has both or neither.
+// Classes are numbered in order of their smallest byte. Returns the number of classes.
+int byte_classes(const std::vector<ByteSet>& sets, std::array<uint8_t, 256>& class_of) {
+  // signature[b]: which sets contain b, folded into 64 bits per round and refined set by set.
+  std::array<uint32_t, 256> id{};  // current class of each byte
+  int n = 1;
+  for (const ByteSet& set : sets) {
+    // Split every class by membership in `set`: (old class, member) -> new class.
+    std::array<int32_t, 512> renumber;
+    renumber.fill(-1);
+    int next = 0;
+    std::array<uint32_t, 256> refined{};
+    for (int b = 0; b < 256; ++b) {
+      const size_t key = id[b] * 2 + (set.contains(static_cast<uint8_t>(b)) ? 1 : 0);
+      if (renumber[key] < 0) renumber[key] = next++;
+      refined[b] = static_cast<uint32_t>(renumber[key]);
+    }
+    id = refined;
+    n = next;
+  }
+  for (int b = 0; b < 256; ++b) class_of[b] = static_cast<uint8_t>(id[b]);
+  return n;
+}
+
+}  // namespace
+
 GrammarAutomaton::GrammarAutomaton(std::shared_ptr<const Grammar> grammar, int32_t max_states)
     : grammar_(std::move(grammar)), max_states_(std::max(max_states, 1)) {
+  n_classes_ = byte_classes(grammar_->byte_sets, byte_class_);
   frames_.push_back({UINT32_MAX, 0});  // kRootFrame
   std::vector<uint32_t> tops;
   bool accepting = false;
@@ -82,7 +111,7 @@ GrammarAutomaton::StateId GrammarAutomaton::intern_state(std::vector<uint32_t> t
   const StateId id = static_cast<StateId>(states_.size());
   states_.push_back(std::move(state));
   state_ids_.emplace(std::move(key), id);
-  transitions_.resize(states_.size() * 256, kUnknown);
+  transitions_.resize(states_.size() * static_cast<size_t>(n_classes_), kUnknown);
   return id;
 }
 

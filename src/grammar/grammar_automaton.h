@@ -12,6 +12,7 @@
 // kOverflow.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -36,13 +37,24 @@ class GrammarAutomaton {
   StateId initial() const { return 0; }
   // The state after `byte`; kReject or kOverflow otherwise. Amortized O(1) for a seen transition.
   StateId advance(StateId state, uint8_t byte) {
-    const size_t slot = static_cast<size_t>(state) * 256 + byte;
+    const size_t slot = static_cast<size_t>(state) * n_classes_ + byte_class_[byte];
     if (transitions_[slot] == kUnknown) {
       const StateId next = compute_transition(state, byte);  // may grow transitions_
       transitions_[slot] = next;
     }
     return transitions_[slot];
   }
+  // The transitions computed so far: [n_states * n_byte_classes()], a state or kReject /
+  // kOverflow, or kUnknownTransition where advance() has not been asked yet; the column of a byte
+  // is byte_class(byte). Invalidated by advance().
+  static constexpr int32_t kUnknownTransition = -2;
+  const int32_t* transition_table() const { return transitions_.data(); }
+  // Bytes that every byte set of the grammar treats alike share a class, and so a transition: the
+  // table has a column per class, not per byte (a JSON grammar has a few dozen), which keeps the
+  // rows a mask walk reads in the first-level cache.
+  uint8_t byte_class(uint8_t byte) const { return byte_class_[byte]; }
+  int n_byte_classes() const { return n_classes_; }
+
   // The state after all of `bytes`, or kReject / kOverflow at the first byte that fails.
   StateId advance(StateId state, std::string_view bytes);
 
@@ -59,7 +71,7 @@ class GrammarAutomaton {
   const Grammar& grammar() const { return *grammar_; }
 
  private:
-  static constexpr int32_t kUnknown = -2;
+  static constexpr int32_t kUnknown = kUnknownTransition;
   static constexpr uint32_t kRootFrame = 0;  // the empty stack: popping it completes root
 
   struct Frame {
@@ -90,7 +102,9 @@ class GrammarAutomaton {
   std::unordered_map<uint64_t, uint32_t> frame_ids_;  // (position << 32 | parent) -> id
   std::vector<State> states_;
   std::unordered_map<std::vector<uint32_t>, StateId, VectorHash> state_ids_;  // tops+accept bit
-  std::vector<int32_t> transitions_;  // [n_states * 256]: next state, kReject, kUnknown
+  std::vector<int32_t> transitions_;  // [n_states * n_classes_]: next state, kReject, kUnknown
+  std::array<uint8_t, 256> byte_class_{};
+  int n_classes_ = 1;
   // Scratch of expand(): the (position, parent) pairs to visit and those visited in the current
   // transition (an ambiguous grammar reaches the same pair on several paths).
   std::vector<std::pair<uint32_t, uint32_t>> work_;

@@ -1,5 +1,7 @@
 #include "grammar/token_grammar.h"
 
+#include <algorithm>
+#include <bit>
 #include <limits>
 
 namespace trellis {
@@ -36,9 +38,18 @@ void TokenGrammar::compute_mask(StateId state, TokenMask& mask) {
   const std::vector<TokenId>& token_ids = trie_->token_ids();
   const size_t n_nodes = trie_->n_nodes();
   walk_states_[0] = state;
+  // The table is read directly (the hot loop); only a transition not computed yet goes through
+  // advance(), which may grow the table.
+  const int32_t* table = automaton_.transition_table();
+  const size_t n_classes = static_cast<size_t>(automaton_.n_byte_classes());
   for (size_t i = 0; i < n_nodes;) {
     const TokenTrie::Node& node = nodes[i];
-    const StateId next = automaton_.advance(walk_states_[node.depth - 1u], node.byte);
+    const StateId from = walk_states_[node.depth - 1u];
+    StateId next = table[static_cast<size_t>(from) * n_classes + automaton_.byte_class(node.byte)];
+    if (next == GrammarAutomaton::kUnknownTransition) {
+      next = automaton_.advance(from, node.byte);
+      table = automaton_.transition_table();
+    }
     if (next < 0) {
       i = node.subtree_end;
       continue;
@@ -65,12 +76,18 @@ int TokenGrammar::forced_byte(StateId state) const {
 void apply_token_mask(std::span<float> logits, const TokenMask& mask) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   for (size_t word = 0; word < mask.size(); ++word) {
-    uint64_t refused = ~mask[word];
-    if (refused == 0) continue;
     const size_t base = word * 64;
+    if (base >= logits.size()) break;
     const size_t end = std::min(base + 64, logits.size());
-    for (size_t id = base; id < end; ++id)
-      if ((refused >> (id - base)) & 1) logits[id] = kNegInf;
+    uint64_t refused = ~mask[word];
+    if (end - base < 64) refused &= (uint64_t{1} << (end - base)) - 1;
+    if (refused == ~uint64_t{0}) {  // a whole word refused: most of a narrow state's vocabulary
+      std::fill(logits.begin() + static_cast<std::ptrdiff_t>(base),
+                logits.begin() + static_cast<std::ptrdiff_t>(end), kNegInf);
+      continue;
+    }
+    for (; refused != 0; refused &= refused - 1)
+      logits[base + static_cast<size_t>(std::countr_zero(refused))] = kNegInf;
   }
 }
 
