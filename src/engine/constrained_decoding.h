@@ -55,7 +55,8 @@ class GrammarCursor {
 // submitting threads; a TokenGrammar itself is used on the engine loop only.
 class GrammarRegistry {
  public:
-  explicit GrammarRegistry(const Tokenizer& tokenizer, size_t max_grammars = 64)
+  // 16 grammars of at most 512 cached masks each: ~160 MB at most for a 152k vocabulary.
+  explicit GrammarRegistry(const Tokenizer& tokenizer, size_t max_grammars = 16)
       : tokenizer_(tokenizer), max_grammars_(max_grammars) {}
 
   GrammarCursor cursor(const std::shared_ptr<const Grammar>& grammar);

@@ -18,16 +18,22 @@ const TokenMask& TokenGrammar::mask(StateId state) {
   auto it = masks_.find(state);
   if (it != masks_.end()) {
     ++stats_.n_mask_hits;
-    return it->second;
+    recent_.splice(recent_.begin(), recent_, it->second.use);
+    return it->second.mask;
   }
-  if (static_cast<int32_t>(masks_.size()) >= max_cached_masks_) masks_.clear();
-  TokenMask& mask = masks_[state];
+  if (static_cast<int32_t>(masks_.size()) >= max_cached_masks_) {
+    masks_.erase(recent_.back());
+    recent_.pop_back();
+  }
+  recent_.push_front(state);
+  CachedMask& cached = masks_[state];
+  cached.use = recent_.begin();
   const auto start = std::chrono::steady_clock::now();
-  compute_mask(state, mask);
+  compute_mask(state, cached.mask);
   stats_.compute_ms +=
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   ++stats_.n_masks_computed;
-  return mask;
+  return cached.mask;
 }
 
 // One pass over the trie in depth-first order: walk_states_[d] is the state after the first d

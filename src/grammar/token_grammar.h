@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <span>
 #include <string>
@@ -40,7 +41,7 @@ class TokenGrammar {
   using StateId = GrammarAutomaton::StateId;
 
   // max_cached_masks bounds the memory of the mask cache (vocab_size / 8 bytes each); past it the
-  // cache starts over.
+  // least recently used mask goes.
   TokenGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie,
                int32_t max_states = 1 << 16, int32_t max_cached_masks = 512);
 
@@ -68,7 +69,12 @@ class TokenGrammar {
   GrammarAutomaton automaton_;
   std::shared_ptr<const TokenTrie> trie_;
   int32_t max_cached_masks_;
-  std::unordered_map<StateId, TokenMask> masks_;
+  struct CachedMask {
+    TokenMask mask;
+    std::list<StateId>::iterator use;  // its place in recent_
+  };
+  std::unordered_map<StateId, CachedMask> masks_;
+  std::list<StateId> recent_;  // most recently used first
   std::vector<StateId> walk_states_;  // [max_depth + 1]: the state at each depth of the walk
   TokenGrammarStats stats_;
 };

@@ -67,6 +67,25 @@ TEST(TokenGrammarTest, TinyVocabMasksAndAdvances) {
   EXPECT_EQ(tg.forced_byte(s0), 'a');
 }
 
+TEST(TokenGrammarTest, MaskCacheDropsTheLeastRecentlyUsed) {
+  const std::vector<std::string_view> pieces = {"a", "b", "c", "ab"};
+  auto trie = std::make_shared<const TokenTrie>(pieces);
+  TokenGrammar tg(compile(R"(root ::= "a" "b" "c" "a")"), trie, 1 << 16, /*max_cached_masks=*/2);
+  const auto s0 = tg.initial();
+  const auto s1 = tg.advance(s0, 0);  // after "a"
+  const auto s2 = tg.advance(s1, 1);  // after "ab"
+  (void)tg.mask(s0);
+  (void)tg.mask(s1);
+  (void)tg.mask(s0);  // s0 used again: s1 is now the least recent
+  (void)tg.mask(s2);  // evicts s1
+  EXPECT_EQ(tg.stats().n_masks_computed, 3);
+  (void)tg.mask(s0);  // still cached
+  EXPECT_EQ(tg.stats().n_masks_computed, 3);
+  (void)tg.mask(s1);  // computed again
+  EXPECT_EQ(tg.stats().n_masks_computed, 4);
+  EXPECT_TRUE(mask_allows(tg.mask(s1), 1));
+}
+
 TEST(TokenGrammarTest, ApplyMaskRefusesExactlyTheMaskedTokens) {
   TokenMask mask(2, 0);
   mask[0] = 0b1010;
