@@ -1,5 +1,6 @@
 #include "server/reply_splitter.h"
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 namespace trellis {
@@ -137,28 +138,7 @@ bool scan_call_list(std::string_view text, std::string_view open, std::string_vi
   }
 }
 
-// The text of a JSON string literal's content cut short (max_tokens): its escapes decoded, an
-// unfinished escape at the end dropped.
-std::string partial_json_string(std::string_view content) {
-  // An escape is at most 6 characters (\uXXXX): one of the last 7 cuts parses.
-  const size_t shortest = content.size() > 6 ? content.size() - 6 : 0;
-  for (size_t cut = content.size(); cut + 1 > shortest && cut <= content.size(); --cut) {
-    const auto value =
-        nlohmann::json::parse("\"" + std::string(content.substr(0, cut)) + "\"", nullptr, false);
-    if (value.is_string()) return value.get<std::string>();
-    if (cut == 0) break;
-  }
-  return std::string(content);
-}
-
 std::vector<ChatToolCall> parse_generic(std::string_view text, std::string& leftover) {
-  // {"response": "... cut by max_tokens: the answer so far, not its wrapper.
-  constexpr std::string_view kResponse = "{\"response\": \"";
-  if (text.substr(0, kResponse.size()) == kResponse &&
-      nlohmann::json::parse(text, nullptr, false).is_discarded()) {
-    leftover += partial_json_string(text.substr(kResponse.size()));
-    return {};
-  }
   if (std::vector<ChatToolCall> calls;
       scan_call_list(trimmed(text), "{\"tool_calls\": [", "]}", calls))
     return calls;
@@ -196,8 +176,41 @@ std::vector<ChatToolCall> parse_functools(std::string_view text, std::string& le
 
 }  // namespace
 
+constexpr std::string_view kGenericAnswer = "{\"response\": \"";
+
 ReplySplitter::State ReplySplitter::content_state() const {
-  return format_.tools == ToolCallSyntax::GENERIC ? State::CALLS : State::CONTENT;
+  return format_.tools == ToolCallSyntax::GENERIC ? State::GENERIC_START : State::CONTENT;
+}
+
+void ReplySplitter::decode_answer(std::string& content, bool at_end) {
+  size_t i = 0;
+  while (i < pending_.size()) {
+    const char c = pending_[i];
+    if (c == '"') {  // the answer ends; `}` follows
+      pending_.clear();
+      state_ = State::DONE;
+      return;
+    }
+    if (c != '\\') {
+      content += c;
+      ++i;
+      continue;
+    }
+    // An escape: \x, or \uXXXX (two of them for a surrogate pair: a high half waits for its
+    // low half).
+    size_t length = i + 1 < pending_.size() && pending_[i + 1] == 'u' ? 6 : 2;
+    if (length == 6 && i + 6 <= pending_.size()) {
+      const auto unit = std::strtoul(pending_.substr(i + 2, 4).c_str(), nullptr, 16);
+      if (unit >= 0xD800 && unit < 0xDC00) length = 12;
+    }
+    if (i + length > pending_.size()) break;  // not complete yet
+    const auto decoded =
+        nlohmann::json::parse("\"" + pending_.substr(i, length) + "\"", nullptr, false);
+    if (decoded.is_string()) content += decoded.get<std::string>();
+    i += length;
+  }
+  pending_.erase(0, i);
+  if (at_end) pending_.clear();  // an escape cut by max_tokens
 }
 
 bool ReplySplitter::emit_until(std::string_view marker, std::string& sink, bool at_end,
@@ -279,6 +292,24 @@ void ReplySplitter::run(ReplyDelta& out, bool at_end) {
       }
       case State::CALLS:
         calls_text_ += pending_;
+        pending_.clear();
+        return;
+      case State::GENERIC_START:
+        if (!at_end && pending_.size() < kGenericAnswer.size() &&
+            kGenericAnswer.substr(0, pending_.size()) == pending_)
+          return;  // may still open an answer
+        if (pending_.rfind(kGenericAnswer, 0) == 0) {
+          pending_.erase(0, kGenericAnswer.size());
+          state_ = State::GENERIC_ANSWER;
+        } else {
+          state_ = State::CALLS;
+        }
+        break;
+      case State::GENERIC_ANSWER:
+        decode_answer(out.content, at_end);
+        if (state_ == State::GENERIC_ANSWER) return;
+        break;
+      case State::DONE:
         pending_.clear();
         return;
     }

@@ -45,9 +45,14 @@ class ReplySplitter {
   ReplyDelta finish(std::vector<ChatToolCall>& calls, const std::string& id_prefix);
 
  private:
-  enum class State { START, REASONING, CONTENT, CALLS };
+  // GENERIC_START: whether a generic-form reply is an answer or calls is not known yet;
+  // GENERIC_ANSWER: inside {"response": "...: the string's text streams as content.
+  enum class State { START, REASONING, CONTENT, CALLS, GENERIC_START, GENERIC_ANSWER, DONE };
   State content_state() const;
   void run(ReplyDelta& out, bool at_end);
+  // GENERIC_ANSWER: decodes the JSON string in pending_ into `content` up to its closing quote
+  // (then DONE) or an escape not complete yet (kept, unless at_end).
+  void decode_answer(std::string& content, bool at_end);
   // Emits `pending_` up to what may still begin `marker` (all of it when at_end); returns true
   // and consumes through the marker when it is found.
   bool emit_until(std::string_view marker, std::string& sink, bool at_end, size_t& marker_at);

@@ -116,6 +116,14 @@ TEST(ReplySplitterTest, Llama3AndGenericForms) {
   // Cut by max_tokens inside the answer: the answer so far, without its wrapper.
   s = split_both(generic, "{\"response\": \"Line\\none \\u00e");
   EXPECT_EQ(s.content, "Line\none ");
+  s = split_both(generic, "{\"response\": \"caf\\u00e9 \\ud83d\\ude00!\"}");
+  EXPECT_EQ(s.content, "caf\xC3\xA9 \xF0\x9F\x98\x80!");
+  // The answer streams: its text comes out as the reply is generated, not at the end.
+  ReplySplitter streaming(generic);
+  EXPECT_EQ(streaming.push("{\"respo").content, "");
+  EXPECT_EQ(streaming.push("nse\": \"Hel").content, "Hel");
+  EXPECT_EQ(streaming.push("lo \\").content, "lo ");
+  EXPECT_EQ(streaming.push("\"you\\\"").content, "\"you\"");
 }
 
 }  // namespace
