@@ -37,6 +37,16 @@ const std::string& tiny_engine_model();
 // is still reached. A value that is not a number in (0, 1] counts as 1.
 int scaled_count(int full, int minimum);
 
+// True in the sanitizer builds (AddressSanitizer or ThreadSanitizer). End-to-end checks whose code
+// paths other tests already take under the sanitizer skip there: the sanitizer runs stay short.
+constexpr bool under_sanitizer() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return true;
+#else
+  return false;
+#endif
+}
+
 }  // namespace trellis::testing
 
 // Skips the current test with a clear message when ../shared is absent.

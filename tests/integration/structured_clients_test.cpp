@@ -147,6 +147,9 @@ TEST(StructuredClients, OpenAiVercelAndLangChainUnderChatMlHermesCalls) {
 }
 
 TEST(StructuredClients, OpenAiVercelAndLangChainUnderTheModelsTemplateGenericCalls) {
+  if (testing::under_sanitizer())
+    GTEST_SKIP() << "the ChatML run covers the server under the sanitizer; this one runs in the "
+                    "release build";
   REQUIRE_CURL();
   REQUIRE_CLIENTS();
   std::string error;
