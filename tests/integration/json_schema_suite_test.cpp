@@ -35,6 +35,7 @@
 #include "grammar/gbnf.h"
 #include "grammar/grammar_automaton.h"
 #include "grammar/json_schema_grammar.h"
+#include "cli_runner.h"
 #include "test_support.h"
 
 namespace trellis {
@@ -276,22 +277,6 @@ TEST(JsonSchemaSuite, EverySchemaCompilesOrIsRefusedByNameAndInvalidInstancesAre
 
 // ---- Generation, validated by Ajv ----
 
-struct CommandOutput {
-  int exit_code;  // -1 when the command could not run or did not exit normally
-  std::string output;
-};
-
-CommandOutput run_command(const std::string& command) {
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return {-1, "popen failed"};
-  std::string output;
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) output.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
 std::string shell_quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -316,7 +301,7 @@ std::string ajv_node_modules() {
 
 // Why Ajv cannot run here, or empty.
 std::string ajv_unavailable() {
-  if (run_command("command -v node >/dev/null 2>&1").exit_code != 0)
+  if (testing::run_shell("command -v node >/dev/null 2>&1").exit_code != 0)
     return "node is not installed (scripts/install-deps.sh installs nodejs and npm)";
   if (ajv_node_modules().empty())
     return "the ajv and ajv-formats npm packages are absent: run scripts/setup-node-client.sh "
@@ -454,8 +439,8 @@ TEST(JsonSchemaSuite, RandomModelOutputsUnderEachSchemaValidateWithAjv) {
     file << input.dump();
   }
   const std::string modules = ajv_node_modules();
-  const CommandOutput run =
-      run_command("TRELLIS_NODE_MODULES=" + shell_quote(modules) + " timeout 120 node " +
+  const testing::CommandResult run =
+      testing::run_shell("TRELLIS_NODE_MODULES=" + shell_quote(modules) + " timeout 120 node " +
                   shell_quote(script.string()) + " " + shell_quote(path) + " 2>&1");
   EXPECT_EQ(run.exit_code, 0) << "ajv rejects outputs the grammar allowed:\n" << run.output;
   const size_t brace = run.output.rfind("\n{");
