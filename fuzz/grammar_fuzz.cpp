@@ -26,7 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   trellis::JsonGrammarOptions options;
   options.limits.max_elements = 1 << 14;
   options.limits.max_gbnf_bytes = 1 << 18;
-  options.whitespace = data[0] & 4 ? trellis::JsonWhitespace::FLEXIBLE : trellis::JsonWhitespace::COMPACT;
+  options.whitespace =
+      data[0] & 4 ? trellis::JsonWhitespace::FLEXIBLE : trellis::JsonWhitespace::COMPACT;
   std::string gbnf;
   switch (data[0] % 3) {
     case 0:
@@ -41,8 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     default: {
-      trellis::Result<std::string> compiled =
-          trellis::regex_to_gbnf(input, "root", options.limits);
+      trellis::Result<std::string> compiled = trellis::regex_to_gbnf(input, "root", options.limits);
       if (!compiled.ok()) return 0;
       gbnf = std::move(compiled).value();
       break;

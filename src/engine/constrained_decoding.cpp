@@ -13,8 +13,8 @@ bool GrammarCursor::mask(std::span<const float> row, std::span<const TokenId> st
   apply_token_mask(masked, allowed);
   const bool may_end = grammar_->is_accepting(state_);
   for (TokenId id : stop_tokens)
-    masked[static_cast<size_t>(id)] = may_end ? row[static_cast<size_t>(id)]
-                                              : -std::numeric_limits<float>::infinity();
+    masked[static_cast<size_t>(id)] =
+        may_end ? row[static_cast<size_t>(id)] : -std::numeric_limits<float>::infinity();
   const bool any = std::any_of(allowed.begin(), allowed.end(), [](uint64_t w) { return w != 0; });
   return any || (may_end && !stop_tokens.empty());
 }

@@ -130,8 +130,8 @@ class GbnfParser {
       if (peek() != ')') return error("expected ')'");
       ++pos_;
       if (alternatives.size() == 1) return std::move(alternatives[0]);
-      return Sequence{{ElementKind::RULE,
-                       builder_.helper_rule(current_rule_, std::move(alternatives))}};
+      return Sequence{
+          {ElementKind::RULE, builder_.helper_rule(current_rule_, std::move(alternatives))}};
     }
     if (is_gbnf_name_char(c)) return Sequence{{ElementKind::RULE, builder_.rule(parse_name())}};
     return error(std::string("unexpected character '") + c + "'");
@@ -233,14 +233,26 @@ class GbnfParser {
     const char c = peek();
     ++pos_;
     switch (c) {
-      case 'n': return uint32_t{'\n'};
-      case 'r': return uint32_t{'\r'};
-      case 't': return uint32_t{'\t'};
-      case '\\': case '"': case '[': case ']': case '-': case '^': case '/':
+      case 'n':
+        return uint32_t{'\n'};
+      case 'r':
+        return uint32_t{'\r'};
+      case 't':
+        return uint32_t{'\t'};
+      case '\\':
+      case '"':
+      case '[':
+      case ']':
+      case '-':
+      case '^':
+      case '/':
         return static_cast<uint32_t>(c);
-      case 'x': return parse_hex(2);
-      case 'u': return parse_hex(4);
-      case 'U': return parse_hex(8);
+      case 'x':
+        return parse_hex(2);
+      case 'u':
+        return parse_hex(4);
+      case 'U':
+        return parse_hex(8);
       default:
         --pos_;
         return error(std::string("unknown escape '\\") + c + "'");

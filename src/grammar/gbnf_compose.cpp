@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "base/utf8.h"
-#include "grammar/gbnf.h"
 #include "grammar/code_point_set.h"
+#include "grammar/gbnf.h"
 #include "grammar/gbnf_text.h"
 #include "grammar/regex_grammar.h"
 
@@ -63,7 +63,8 @@ std::string text_without_gbnf(std::string_view marker, std::string_view rule_nam
     if (chars[i] == chars[k]) ++k;
     fail[i + 1] = k;
   }
-  // next(state, c): the matched prefix length after c, from a state with `state` characters matched.
+  // next(state, c): the matched prefix length after c, from a state with `state` characters
+  // matched.
   auto next = [&](size_t state, char32_t c) {
     while (state > 0 && chars[state] != c) state = fail[state];
     return chars[state] == c ? state + 1 : 0;
@@ -73,7 +74,9 @@ std::string text_without_gbnf(std::string_view marker, std::string_view rule_nam
   for (char32_t c : distinct) others.remove_range(c, c);
 
   const std::string name(rule_name);
-  auto state_name = [&](size_t state) { return name + (state == 0 ? "" : "-s" + std::to_string(state)); };
+  auto state_name = [&](size_t state) {
+    return name + (state == 0 ? "" : "-s" + std::to_string(state));
+  };
   std::string out;
   for (size_t state = 0; state < m; ++state) {
     // Each rule: end here, or one more character and the state it leads to (never state m).

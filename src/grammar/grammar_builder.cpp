@@ -7,7 +7,8 @@
 namespace trellis {
 
 uint32_t GrammarBuilder::rule(std::string_view name) {
-  auto [it, inserted] = rule_ids_.try_emplace(std::string(name), static_cast<uint32_t>(rules_.size()));
+  auto [it, inserted] =
+      rule_ids_.try_emplace(std::string(name), static_cast<uint32_t>(rules_.size()));
   if (inserted) rules_.push_back({std::string(name), {}, false});
   return it->second;
 }
@@ -83,8 +84,8 @@ GrammarElement GrammarBuilder::as_single_element(Sequence item, std::string_view
 Result<GrammarBuilder::Sequence> GrammarBuilder::repeat(Sequence item, int64_t min, int64_t max,
                                                         std::string_view base) {
   if (min < 0 || (max >= 0 && max < min))
-    return Error{"repetition {" + std::to_string(min) + "," + std::to_string(max) +
-                 "} in rule '" + std::string(base) + "' has min > max"};
+    return Error{"repetition {" + std::to_string(min) + "," + std::to_string(max) + "} in rule '" +
+                 std::string(base) + "' has min > max"};
   // Each repetition costs at least two elements; refuse before building a hostile count.
   const int64_t copies = std::max(min, max);
   if (copies > limits_.max_elements / 2 || n_elements_ + 2 * copies > limits_.max_elements)

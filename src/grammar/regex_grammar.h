@@ -4,11 +4,12 @@
 // \\ \. \xHH \uHHHH and the other escaped metacharacters), `.` (any character but a line
 // terminator: \n, \r, U+2028, U+2029), classes [...] and [^...] with ranges and the shorthands
 // \d \w \s \D \W \S (inside and outside classes; \s as ECMAScript's), groups ( ) and (?: ),
-// alternation |, quantifiers * + ? {m} {m,} {m,n} (a lazy `?` suffix is accepted and means the same here), anchors ^ at the start and $ at the end of the
-// pattern or of one of its top-level alternatives (the whole output must match: the pattern is
-// implicitly anchored, so these anchors change nothing). A `{` that does not open a quantifier is a
-// literal, as in ECMAScript's Annex B. Anything else (backreferences, lookaround, named groups,
-// \b, Unicode property classes, anchors elsewhere) is refused by name.
+// alternation |, quantifiers * + ? {m} {m,} {m,n} (a lazy `?` suffix is accepted and means the same
+// here), anchors ^ at the start and $ at the end of the pattern or of one of its top-level
+// alternatives (the whole output must match: the pattern is implicitly anchored, so these anchors
+// change nothing). A `{` that does not open a quantifier is a literal, as in ECMAScript's Annex B.
+// Anything else (backreferences, lookaround, named groups, \b, Unicode property classes, anchors
+// elsewhere) is refused by name.
 #pragma once
 
 #include <span>

@@ -74,7 +74,7 @@ class TokenGrammar {
     std::list<StateId>::iterator use;  // its place in recent_
   };
   std::unordered_map<StateId, CachedMask> masks_;
-  std::list<StateId> recent_;  // most recently used first
+  std::list<StateId> recent_;         // most recently used first
   std::vector<StateId> walk_states_;  // [max_depth + 1]: the state at each depth of the walk
   TokenGrammarStats stats_;
 };

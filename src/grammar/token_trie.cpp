@@ -35,7 +35,8 @@ TokenTrie::TokenTrie(std::span<const std::string_view> pieces)
            previous[common] == piece[common])
       ++common;
     // Nodes leaving the path end their subtrees here.
-    for (size_t d = common; d < path.size(); ++d) nodes_[path[d]].subtree_end = uint32_t(nodes_.size());
+    for (size_t d = common; d < path.size(); ++d)
+      nodes_[path[d]].subtree_end = uint32_t(nodes_.size());
     path.resize(common);
     for (size_t d = common; d < piece.size(); ++d) {
       path.push_back(static_cast<uint32_t>(nodes_.size()));
@@ -47,7 +48,8 @@ TokenTrie::TokenTrie(std::span<const std::string_view> pieces)
     previous = piece;
   }
   for (uint32_t node : path) nodes_[node].subtree_end = static_cast<uint32_t>(nodes_.size());
-  nodes_.push_back({static_cast<uint32_t>(nodes_.size() + 1), static_cast<uint32_t>(token_ids_.size()), 0, 0});
+  nodes_.push_back(
+      {static_cast<uint32_t>(nodes_.size() + 1), static_cast<uint32_t>(token_ids_.size()), 0, 0});
 }
 
 std::pair<TokenId, size_t> TokenTrie::longest_prefix(std::string_view text) const {

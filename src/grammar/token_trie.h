@@ -34,7 +34,8 @@ class TokenTrie {
   // The bytes of token `id` (empty for a control token).
   std::string_view piece(TokenId id) const {
     const auto i = static_cast<size_t>(id);
-    return std::string_view(piece_bytes_).substr(piece_offsets_[i], piece_offsets_[i + 1] - piece_offsets_[i]);
+    return std::string_view(piece_bytes_)
+        .substr(piece_offsets_[i], piece_offsets_[i + 1] - piece_offsets_[i]);
   }
   // In depth-first order, children by byte value; one sentinel node at the end (depth 0).
   const std::vector<Node>& nodes() const { return nodes_; }
@@ -47,7 +48,7 @@ class TokenTrie {
   int max_depth_ = 0;
   std::vector<Node> nodes_;
   std::vector<TokenId> token_ids_;
-  std::string piece_bytes_;             // every piece, in id order
+  std::string piece_bytes_;              // every piece, in id order
   std::vector<uint32_t> piece_offsets_;  // [vocab + 1]
 };
 

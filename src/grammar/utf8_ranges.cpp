@@ -12,14 +12,17 @@ int encoded_length(uint32_t code_point) {
 
 std::vector<uint8_t> encode(uint32_t cp) {
   switch (encoded_length(cp)) {
-    case 1: return {static_cast<uint8_t>(cp)};
-    case 2: return {static_cast<uint8_t>(0xC0 | cp >> 6), static_cast<uint8_t>(0x80 | (cp & 0x3F))};
+    case 1:
+      return {static_cast<uint8_t>(cp)};
+    case 2:
+      return {static_cast<uint8_t>(0xC0 | cp >> 6), static_cast<uint8_t>(0x80 | (cp & 0x3F))};
     case 3:
       return {static_cast<uint8_t>(0xE0 | cp >> 12), static_cast<uint8_t>(0x80 | (cp >> 6 & 0x3F)),
               static_cast<uint8_t>(0x80 | (cp & 0x3F))};
     default:
       return {static_cast<uint8_t>(0xF0 | cp >> 18), static_cast<uint8_t>(0x80 | (cp >> 12 & 0x3F)),
-              static_cast<uint8_t>(0x80 | (cp >> 6 & 0x3F)), static_cast<uint8_t>(0x80 | (cp & 0x3F))};
+              static_cast<uint8_t>(0x80 | (cp >> 6 & 0x3F)),
+              static_cast<uint8_t>(0x80 | (cp & 0x3F))};
   }
 }
 

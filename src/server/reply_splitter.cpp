@@ -85,7 +85,8 @@ size_t json_value_end(std::string_view text, size_t pos) {
   for (size_t i = pos; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
-      if (c == '\\') ++i;
+      if (c == '\\')
+        ++i;
       else if (c == '"') {
         in_string = false;
         if (depth == 0) return i + 1;
@@ -248,7 +249,8 @@ void ReplySplitter::run(ReplyDelta& out, bool at_end) {
         break;
       }
       case State::CONTENT: {
-        while (strip_newlines_ && !pending_.empty() && pending_.front() == '\n') pending_.erase(0, 1);
+        while (strip_newlines_ && !pending_.empty() && pending_.front() == '\n')
+          pending_.erase(0, 1);
         if (!pending_.empty()) strip_newlines_ = false;
         if (format_.tools == ToolCallSyntax::LLAMA3_JSON && !decided_) {
           const size_t first = pending_.find_first_not_of(" \t\r\n");

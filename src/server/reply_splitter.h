@@ -4,14 +4,14 @@
 // until it is known not to be one, like a stop string.
 //
 //   reply:  [<think> reasoning </think>\n\n] content [\n<tool_call>...</tool_call> ...]   HERMES
-//           [<think> reasoning </think>\n\n] content | {"name": ..., "parameters": ...}    LLAMA3_JSON
+//           [<think> reasoning </think>\n\n] content | {"name": ..., "parameters": ...} LLAMA3_JSON
 //           {"tool_calls": [...]} | {"response": "..."}                                    GENERIC
 #pragma once
 
 #include <optional>
-#include <utility>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tokenizer/chat_tools.h"
@@ -59,9 +59,9 @@ class ReplySplitter {
 
   ReplyFormat format_;
   State state_;
-  std::string pending_;       // received, not yet sent nor classified
-  std::string calls_text_;    // everything from the first call on
-  std::string held_newlines_; // content's trailing newlines: one is dropped if a call follows
+  std::string pending_;          // received, not yet sent nor classified
+  std::string calls_text_;       // everything from the first call on
+  std::string held_newlines_;    // content's trailing newlines: one is dropped if a call follows
   bool strip_newlines_ = false;  // after </think>: the newlines before the answer are markup
   bool decided_ = false;         // LLAMA3_JSON: whether the reply is a call is known
 };

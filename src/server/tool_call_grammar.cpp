@@ -75,8 +75,8 @@ Result<std::string> tool_call_gbnf(std::span<const RequestTool> tools,
              " " + gbnf_literal("]}");
       if (auto_choice) {
         std::string text;
-        TRELLIS_ASSIGN(text, json_schema_to_gbnf(nlohmann::ordered_json{{"type", "string"}},
-                                                 options.json));
+        TRELLIS_ASSIGN(
+            text, json_schema_to_gbnf(nlohmann::ordered_json{{"type", "string"}}, options.json));
         rules += prefix_gbnf_rules(text, "text-");
         body = "(" + body + ") | " + gbnf_literal("{\"response\": ") + " text-root \"}\"";
       }

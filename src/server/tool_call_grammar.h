@@ -21,8 +21,8 @@
 namespace trellis {
 
 struct RequestTool {
-  std::string name;         // [a-zA-Z0-9_-]{1,64}
-  std::string description;  // "" when not given
+  std::string name;                   // [a-zA-Z0-9_-]{1,64}
+  std::string description;            // "" when not given
   nlohmann::ordered_json parameters;  // an object schema; null when not given (any object)
 };
 
@@ -37,7 +37,7 @@ struct ToolGrammarOptions {
   ToolCallSyntax syntax = ToolCallSyntax::GENERIC;
   ToolChoice choice;
   bool parallel = true;
-  bool reasoning = false;  // the reply may open with <think>...</think>
+  bool reasoning = false;   // the reply may open with <think>...</think>
   JsonGrammarOptions json;  // the arguments' schemas (flexible whitespace: as models write JSON)
 };
 

@@ -92,8 +92,10 @@ std::string phi4_tools_json(std::span<const ChatTool> tools) {
   for (size_t i = 0; i < tools.size(); ++i) {
     if (i > 0) text += ", ";
     text += "{\"name\": " + json_string(tools[i].name);
-    if (!tools[i].description.empty()) text += ", \"description\": " + json_string(tools[i].description);
-    text += ", \"parameters\": " + (tools[i].parameters.empty() ? std::string("{}") : tools[i].parameters) + "}";
+    if (!tools[i].description.empty())
+      text += ", \"description\": " + json_string(tools[i].description);
+    text += ", \"parameters\": " +
+            (tools[i].parameters.empty() ? std::string("{}") : tools[i].parameters) + "}";
   }
   return text + "]";
 }
@@ -174,9 +176,11 @@ std::vector<ChatMessage> with_tools_written_out(ChatTemplateKind kind,
     } else if (syntax == ToolCallSyntax::LLAMA3_JSON) {
       out.push_back({"ipython", m.content, {}, {}});
     } else {
-      out.push_back({"user", "Tool result" + (m.tool_call_id.empty() ? "" : " (" + m.tool_call_id + ")") +
-                                 ": " + m.content,
-                     {}, {}});
+      out.push_back({"user",
+                     "Tool result" + (m.tool_call_id.empty() ? "" : " (" + m.tool_call_id + ")") +
+                         ": " + m.content,
+                     {},
+                     {}});
     }
   }
   // The [INST] formats and Gemma need user and assistant turns to alternate: a tool result and
@@ -195,7 +199,8 @@ std::vector<ChatMessage> with_tools_written_out(ChatTemplateKind kind,
   }
   if (tools.empty()) return out;
   if (syntax == ToolCallSyntax::FUNCTOOLS) {
-    if (out.empty() || out.front().role != "system") out.insert(out.begin(), ChatMessage{"system", ""});
+    if (out.empty() || out.front().role != "system")
+      out.insert(out.begin(), ChatMessage{"system", ""});
     out.front().tools_json = phi4_tools_json(tools);
     return out;
   }

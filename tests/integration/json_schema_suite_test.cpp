@@ -31,11 +31,11 @@
 #include <string>
 #include <vector>
 
+#include "cli_runner.h"
 #include "engine/engine.h"
 #include "grammar/gbnf.h"
 #include "grammar/grammar_automaton.h"
 #include "grammar/json_schema_grammar.h"
-#include "cli_runner.h"
 #include "test_support.h"
 
 namespace trellis {
@@ -441,7 +441,7 @@ TEST(JsonSchemaSuite, RandomModelOutputsUnderEachSchemaValidateWithAjv) {
   const std::string modules = ajv_node_modules();
   const testing::CommandResult run =
       testing::run_shell("TRELLIS_NODE_MODULES=" + shell_quote(modules) + " timeout 120 node " +
-                  shell_quote(script.string()) + " " + shell_quote(path) + " 2>&1");
+                         shell_quote(script.string()) + " " + shell_quote(path) + " 2>&1");
   EXPECT_EQ(run.exit_code, 0) << "ajv rejects outputs the grammar allowed:\n" << run.output;
   const size_t brace = run.output.rfind("\n{");
   const OJson summary = OJson::parse(

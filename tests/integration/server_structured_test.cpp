@@ -56,8 +56,11 @@ json schema_format(const json& schema) {
 TEST(ServerStructuredTest, JsonSchemaRepliesValidateOnBothEndpoints) {
   TestServer server;
   for (int seed = 0; seed < 4; ++seed) {
-    const json completion = {{"prompt", "A person:"}, {"max_tokens", 200}, {"temperature", 1.2},
-                             {"seed", seed}, {"response_format", schema_format(kPersonSchema)}};
+    const json completion = {{"prompt", "A person:"},
+                             {"max_tokens", 200},
+                             {"temperature", 1.2},
+                             {"seed", seed},
+                             {"response_format", schema_format(kPersonSchema)}};
     const HttpReply reply = server.post("/v1/completions", completion);
     ASSERT_EQ(reply.status, 200) << reply.body;
     const json body = reply.json();
@@ -65,7 +68,9 @@ TEST(ServerStructuredTest, JsonSchemaRepliesValidateOnBothEndpoints) {
     expect_person(body["choices"][0]["text"]);
 
     const json chat = {{"messages", {{{"role", "user"}, {"content", "Who?"}}}},
-                       {"max_tokens", 200}, {"temperature", 1.2}, {"seed", seed},
+                       {"max_tokens", 200},
+                       {"temperature", 1.2},
+                       {"seed", seed},
                        {"response_format", schema_format(kPersonSchema)}};
     const HttpReply chat_reply = server.post("/v1/chat/completions", chat);
     ASSERT_EQ(chat_reply.status, 200) << chat_reply.body;
@@ -91,8 +96,12 @@ TEST(ServerStructuredTest, PropertiesComeInTheSchemasOrder) {
 
 TEST(ServerStructuredTest, StreamedAndParallelRepliesValidate) {
   TestServer server;
-  json request = {{"prompt", "People:"}, {"max_tokens", 200}, {"temperature", 1.0},
-                  {"seed", 5}, {"n", 3}, {"response_format", schema_format(kPersonSchema)}};
+  json request = {{"prompt", "People:"},
+                  {"max_tokens", 200},
+                  {"temperature", 1.0},
+                  {"seed", 5},
+                  {"n", 3},
+                  {"response_format", schema_format(kPersonSchema)}};
   const json whole = server.post("/v1/completions", request).json();
   ASSERT_EQ(whole["choices"].size(), 3u) << whole.dump();
   for (const json& choice : whole["choices"]) expect_person(choice["text"]);
@@ -121,7 +130,8 @@ TEST(ServerStructuredTest, JsonObjectRegexChoiceAndGrammar) {
   };
   for (int seed = 0; seed < 3; ++seed) {
     const json object = json::parse(
-        complete({{"seed", seed}, {"response_format", {{"type", "json_object"}}}, {"max_tokens", 250}}),
+        complete(
+            {{"seed", seed}, {"response_format", {{"type", "json_object"}}}, {"max_tokens", 250}}),
         nullptr, false);
     // A random model may run out of tokens inside an object; when it ends, it is an object.
     if (!object.is_discarded()) {
@@ -143,9 +153,11 @@ TEST(ServerStructuredTest, JsonObjectRegexChoiceAndGrammar) {
 TEST(ServerStructuredTest, JumpForwardTokensAreCounted) {
   TestServer server;
   EXPECT_EQ(server.metric("grammar_forced_tokens_total"), 0);
-  const HttpReply reply = server.post(
-      "/v1/completions", {{"prompt", "x"}, {"max_tokens", 200}, {"temperature", 0},
-                          {"response_format", schema_format(kPersonSchema)}});
+  const HttpReply reply =
+      server.post("/v1/completions", {{"prompt", "x"},
+                                      {"max_tokens", 200},
+                                      {"temperature", 0},
+                                      {"response_format", schema_format(kPersonSchema)}});
   ASSERT_EQ(reply.status, 200);
   // `","age":` and the like are forced: appended without sampling.
   EXPECT_GT(server.metric("grammar_forced_tokens_total"), 0);
@@ -153,10 +165,13 @@ TEST(ServerStructuredTest, JumpForwardTokensAreCounted) {
 
 TEST(ServerStructuredTest, MaxTokensInsideTheObjectEndsWithLength) {
   TestServer server;
-  const json body = server.post("/v1/completions",
-                                {{"prompt", "x"}, {"max_tokens", 4}, {"temperature", 0},
-                                 {"response_format", schema_format(kPersonSchema)}})
-                        .json();
+  const json body =
+      server
+          .post("/v1/completions", {{"prompt", "x"},
+                                    {"max_tokens", 4},
+                                    {"temperature", 0},
+                                    {"response_format", schema_format(kPersonSchema)}})
+          .json();
   EXPECT_EQ(body["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(body["usage"]["completion_tokens"], 4);
 }

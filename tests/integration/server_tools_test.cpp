@@ -49,7 +49,10 @@ void expect_valid_call(const json& call) {
 // up to max_tokens.
 json chat_request(const json& tool_choice, int seed) {
   json request = {{"messages", {{{"role", "user"}, {"content", "Weather in Paris?"}}}},
-                  {"tools", kTools}, {"max_tokens", 200}, {"temperature", 1.0}, {"seed", seed},
+                  {"tools", kTools},
+                  {"max_tokens", 200},
+                  {"temperature", 1.0},
+                  {"seed", seed},
                   {"parallel_tool_calls", false},
                   {"chat_template_kwargs", {{"enable_thinking", false}}}};
   if (!tool_choice.is_null()) request["tool_choice"] = tool_choice;
@@ -190,23 +193,30 @@ TEST(ServerToolsErrorsTest, BadToolRequestsAreRefusedByName) {
     return reply.json()["error"];
   };
   const json messages = {{{"role", "user"}, {"content", "x"}}};
-  EXPECT_EQ(error_of({{"messages", messages}, {"tool_choice", "required"}})["param"], "tool_choice");
-  EXPECT_EQ(error_of({{"messages", messages}, {"tools", kTools},
-                      {"tool_choice", {{"type", "function"}, {"function", {{"name", "nope"}}}}}})["param"],
+  EXPECT_EQ(error_of({{"messages", messages}, {"tool_choice", "required"}})["param"],
+            "tool_choice");
+  EXPECT_EQ(error_of({{"messages", messages},
+                      {"tools", kTools},
+                      {"tool_choice",
+                       {{"type", "function"}, {"function", {{"name", "nope"}}}}}})["param"],
             "tool_choice.function.name");
   json bad_schema = kTools;
-  bad_schema[0]["function"]["parameters"]["properties"]["city"] = {{"type", "string"}, {"minProperties", 1}};
+  bad_schema[0]["function"]["parameters"]["properties"]["city"] = {{"type", "string"},
+                                                                   {"minProperties", 1}};
   const json unsupported = error_of({{"messages", messages}, {"tools", bad_schema}});
   EXPECT_EQ(unsupported["param"], "tools");
   EXPECT_NE(unsupported["message"].get<std::string>().find("get_weather"), std::string::npos);
   json twice = json::array({kTools[0], kTools[0]});
-  EXPECT_EQ(error_of({{"messages", messages}, {"tools", twice}})["param"], "tools[1].function.name");
-  EXPECT_EQ(error_of({{"messages", messages}, {"tools", kTools}, {"response_format", {{"type", "json_object"}}}})["param"],
+  EXPECT_EQ(error_of({{"messages", messages}, {"tools", twice}})["param"],
+            "tools[1].function.name");
+  EXPECT_EQ(error_of({{"messages", messages},
+                      {"tools", kTools},
+                      {"response_format", {{"type", "json_object"}}}})["param"],
             "tools");
   // tool_choice none: tools are shown to the model, the reply is text.
-  const HttpReply none = server.post("/v1/chat/completions",
-                                     {{"messages", messages}, {"tools", kTools}, {"tool_choice", "none"},
-                                      {"max_tokens", 8}});
+  const HttpReply none = server.post(
+      "/v1/chat/completions",
+      {{"messages", messages}, {"tools", kTools}, {"tool_choice", "none"}, {"max_tokens", 8}});
   EXPECT_EQ(none.status, 200);
   EXPECT_FALSE(none.json()["choices"][0]["message"].contains("tool_calls"));
 }

@@ -50,7 +50,9 @@ const char* const kPackages[] = {"openai",
                                  "@langchain/openai",
                                  "@langchain/core"};
 
-fs::path source_root() { return fs::path(TRELLIS_SOURCE_DIR); }
+fs::path source_root() {
+  return fs::path(TRELLIS_SOURCE_DIR);
+}
 
 // The node_modules folder holding every package of kPackages: $TRELLIS_NODE_MODULES, else
 // <build>/node/node_modules beside the CLI binary's build tree, else build/node/node_modules in
@@ -86,10 +88,10 @@ bool node_client_required() {
   return env != nullptr && std::string(env) == "1";
 }
 
-#define REQUIRE_CLIENTS()                                                                       \
-  if (std::string why = clients_unavailable(); !why.empty()) {                                  \
-    if (node_client_required()) FAIL() << "TRELLIS_REQUIRE_NODE_CLIENT=1, but " << why;         \
-    GTEST_SKIP() << why;                                                                        \
+#define REQUIRE_CLIENTS()                                                               \
+  if (std::string why = clients_unavailable(); !why.empty()) {                          \
+    if (node_client_required()) FAIL() << "TRELLIS_REQUIRE_NODE_CLIENT=1, but " << why; \
+    GTEST_SKIP() << why;                                                                \
   }
 
 // `trellis serve` on the tiny model with the model's own chat template (Server always passes
@@ -100,10 +102,10 @@ std::unique_ptr<Server> start_with_model_template(const std::string& name, std::
     error = "model synth failed";
     return nullptr;
   }
-  std::unique_ptr<Server> server = Server::command(
-      {TRELLIS_CLI_PATH, "serve", "--port", "0", "-m", model, "-t", "1", "--model-name", "tiny",
-       "--ctx", kContext, "--api-key", kApiKey},
-      name, "listening on http://");
+  std::unique_ptr<Server> server =
+      Server::command({TRELLIS_CLI_PATH, "serve", "--port", "0", "-m", model, "-t", "1",
+                       "--model-name", "tiny", "--ctx", kContext, "--api-key", kApiKey},
+                      name, "listening on http://");
   error = server->start();
   return server;
 }
@@ -115,8 +117,8 @@ void expect_clients_pass(Server& server) {
   const std::string modules = client_node_modules();
   const CommandResult run = run_shell(
       "TRELLIS_NODE_MODULES=" + shell_quote(modules) + " NODE_PATH=" + shell_quote(modules) +
-      " timeout 300 node " + shell_quote(script.string()) + " " +
-      shell_quote(server.url("/v1")) + " tiny " + shell_quote(kApiKey) + " 2>&1");
+      " timeout 300 node " + shell_quote(script.string()) + " " + shell_quote(server.url("/v1")) +
+      " tiny " + shell_quote(kApiKey) + " 2>&1");
   EXPECT_EQ(run.exit_code, 0) << run.output << "\nserver log:\n" << server.log();
   // The summary is the last line.
   std::string last = run.output;

@@ -20,12 +20,16 @@ std::shared_ptr<const Grammar> compile(const std::string& text) {
 
 TEST(GbnfComposeTest, PrefixedSchemasCombineInOneGrammar) {
   JsonGrammarOptions options;
-  const std::string a = json_schema_to_gbnf(nlohmann::ordered_json::parse(
-                                                R"({"type":"object","properties":{"x":{"type":"integer"}},"required":["x"],"additionalProperties":false})"),
-                                            options)
-                            .value();
+  const std::string a =
+      json_schema_to_gbnf(
+          nlohmann::ordered_json::parse(
+              R"({"type":"object","properties":{"x":{"type":"integer"}},"required":["x"],"additionalProperties":false})"),
+          options)
+          .value();
   const std::string b =
-      json_schema_to_gbnf(nlohmann::ordered_json::parse(R"({"type":"array","items":{"type":"string"},"maxItems":2})"), options)
+      json_schema_to_gbnf(nlohmann::ordered_json::parse(
+                              R"({"type":"array","items":{"type":"string"},"maxItems":2})"),
+                          options)
           .value();
   const std::string gbnf = "root ::= \"a=\" a-root | \"b=\" b-root\n" + prefix_gbnf_rules(a, "a-") +
                            prefix_gbnf_rules(b, "b-");
@@ -41,7 +45,8 @@ TEST(GbnfComposeTest, PrefixedSchemasCombineInOneGrammar) {
 }
 
 TEST(GbnfComposeTest, TextWithoutAMarkerStopsShortOfIt) {
-  auto g = compile("root ::= text \"<tool_call>\" [0-9]\n" + text_without_gbnf("<tool_call>", "text"));
+  auto g =
+      compile("root ::= text \"<tool_call>\" [0-9]\n" + text_without_gbnf("<tool_call>", "text"));
   ASSERT_TRUE(g);
   EXPECT_TRUE(grammar_accepts(g, "<tool_call>7"));
   EXPECT_TRUE(grammar_accepts(g, "Sure <tool <tool_cal <<tool_call>1"));

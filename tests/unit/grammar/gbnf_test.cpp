@@ -110,13 +110,11 @@ TEST(GbnfTest, BadGrammarsAreRefusedByName) {
   EXPECT_NE(error_of("root ::= \"a\"\nroot ::= \"b\"").find("defined twice"), std::string::npos);
   EXPECT_NE(error_of("root ::= root \"a\" | \"b\"").find("left recursion: rule 'root'"),
             std::string::npos);
-  EXPECT_NE(error_of("root ::= x\nx ::= y? root \"a\" | \"b\"\ny ::= \"c\"")
-                .find("left recursion"),
+  EXPECT_NE(error_of("root ::= x\nx ::= y? root \"a\" | \"b\"\ny ::= \"c\"").find("left recursion"),
             std::string::npos);
   EXPECT_NE(error_of("root ::= loop\nloop ::= \"a\" loop").find("matches no string"),
             std::string::npos);
-  EXPECT_NE(error_of("root ::= [^\\x00-\\U0010FFFF]").find("matches no string"),
-            std::string::npos);
+  EXPECT_NE(error_of("root ::= [^\\x00-\\U0010FFFF]").find("matches no string"), std::string::npos);
   EXPECT_NE(error_of("root ::= \"abc").find("unterminated string literal at line 1"),
             std::string::npos);
   EXPECT_NE(error_of("root ::= [a-").find("unterminated character class"), std::string::npos);

@@ -40,8 +40,8 @@ void expect_mask_is_exact(TokenGrammar& tg, TokenGrammar::StateId state) {
 }
 
 TEST(TokenGrammarTest, TinyVocabMasksAndAdvances) {
-  const std::vector<std::string_view> pieces = {"a", "b", "ab", "abc", "{", "}", "\"", "", "x",
-                                                "c}", "bc}", "ab"};
+  const std::vector<std::string_view> pieces = {"a",  "b", "ab", "abc", "{",   "}",
+                                                "\"", "",  "x",  "c}",  "bc}", "ab"};
   auto trie = std::make_shared<const TokenTrie>(pieces);
   EXPECT_EQ(trie->n_nodes(), 12u);  // a ab abc, b bc bc}, c c}, x, {, }, ": prefixes shared
   TokenGrammar tg(compile(R"(root ::= "ab" "c"? "}")"), trie);
@@ -55,9 +55,9 @@ TEST(TokenGrammarTest, TinyVocabMasksAndAdvances) {
   EXPECT_FALSE(mask_allows(m0, 7));   // the empty piece
   const auto s1 = tg.advance(s0, 0);  // "a"
   const TokenMask& m1 = tg.mask(s1);
-  EXPECT_TRUE(mask_allows(m1, 1));    // b
-  EXPECT_TRUE(mask_allows(m1, 10));   // bc}
-  EXPECT_FALSE(mask_allows(m1, 2));   // ab
+  EXPECT_TRUE(mask_allows(m1, 1));   // b
+  EXPECT_TRUE(mask_allows(m1, 10));  // bc}
+  EXPECT_FALSE(mask_allows(m1, 2));  // ab
   const auto done = tg.advance(s1, 10);
   EXPECT_TRUE(tg.is_accepting(done));
   EXPECT_TRUE(tg.is_final(done));
@@ -105,7 +105,8 @@ struct LoadedVocab {
 
 LoadedVocab load(const std::string& name) {
   LoadedVocab out;
-  const std::string path = testing::shared_dir() + "/tokenizer-vectors/ggml-vocab-" + name + ".gguf";
+  const std::string path =
+      testing::shared_dir() + "/tokenizer-vectors/ggml-vocab-" + name + ".gguf";
   Result<GgufFile> file = GgufFile::open(path);
   EXPECT_TRUE(file.ok()) << path;
   if (!file.ok()) return out;
@@ -137,12 +138,15 @@ void walk_real_vocab(const std::string& name) {
   while (!tg.is_final(state)) {
     const auto start = std::chrono::steady_clock::now();
     const TokenMask mask = tg.mask(state);
-    worst_ms = std::max(worst_ms, std::chrono::duration<double, std::milli>(
-                                      std::chrono::steady_clock::now() - start).count());
+    worst_ms =
+        std::max(worst_ms,
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                     .count());
     if (n_steps < 6) expect_mask_is_exact(tg, state);
     TokenId best = kNoToken;
     for (TokenId id = 0; id < trie->vocab_size(); ++id)
-      if (mask_allows(mask, id) && (best == kNoToken || trie->piece(id).size() > trie->piece(best).size()))
+      if (mask_allows(mask, id) &&
+          (best == kNoToken || trie->piece(id).size() > trie->piece(best).size()))
         best = id;
     ASSERT_NE(best, kNoToken) << "no token continues \"" << text << "\"";
     text += trie->piece(best);

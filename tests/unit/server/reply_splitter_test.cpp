@@ -83,8 +83,9 @@ TEST(ReplySplitterTest, HermesCallsAfterContent) {
 
 TEST(ReplySplitterTest, FunctoolsAfterContent) {
   const ReplyFormat phi4{false, ToolCallSyntax::FUNCTOOLS};
-  Split s = split_both(phi4, "Checking.\nfunctools[{\"name\": \"a\", \"arguments\": {\"x\": [1, 2]}}, "
-                             "{\"name\": \"b\", \"arguments\": {}}]");
+  Split s = split_both(phi4,
+                       "Checking.\nfunctools[{\"name\": \"a\", \"arguments\": {\"x\": [1, 2]}}, "
+                       "{\"name\": \"b\", \"arguments\": {}}]");
   EXPECT_EQ(s.content, "Checking.\n");
   ASSERT_EQ(s.calls.size(), 2u);
   EXPECT_EQ(s.calls[0].arguments, "{\"x\": [1, 2]}");
@@ -106,8 +107,9 @@ TEST(ReplySplitterTest, Llama3AndGenericForms) {
   EXPECT_TRUE(s.calls.empty());
 
   const ReplyFormat generic{false, ToolCallSyntax::GENERIC};
-  s = split_both(generic, "{\"tool_calls\": [{\"name\": \"a\", \"arguments\": {\"n\": 1}}, "
-                          "{\"name\": \"b\", \"arguments\": {}}]}");
+  s = split_both(generic,
+                 "{\"tool_calls\": [{\"name\": \"a\", \"arguments\": {\"n\": 1}}, "
+                 "{\"name\": \"b\", \"arguments\": {}}]}");
   ASSERT_EQ(s.calls.size(), 2u);
   EXPECT_EQ(s.calls[1].name, "b");
   s = split_both(generic, "{\"response\": \"Hi \\\"there\\\"\"}");

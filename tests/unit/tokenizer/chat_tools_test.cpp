@@ -14,7 +14,8 @@ namespace trellis {
 namespace {
 
 const std::vector<ChatTool> kTools = {
-    {"get_weather", "Weather in a city", R"({"type": "object", "properties": {"city": {"type": "string"}}})"}};
+    {"get_weather", "Weather in a city",
+     R"({"type": "object", "properties": {"city": {"type": "string"}}})"}};
 
 std::vector<ChatMessage> agent_turns() {
   return {{"user", "Weather in Paris?"},
@@ -44,10 +45,12 @@ TEST(ChatToolsTest, HermesWritesToolsCallsAndResults) {
 }
 
 TEST(ChatToolsTest, Llama3AndGenericForms) {
-  std::vector<ChatMessage> llama = with_tools_written_out(ChatTemplateKind::LLAMA3, agent_turns(), kTools);
+  std::vector<ChatMessage> llama =
+      with_tools_written_out(ChatTemplateKind::LLAMA3, agent_turns(), kTools);
   ASSERT_EQ(llama.size(), 4u);
   EXPECT_EQ(llama[0].content.rfind("Given the following functions", 0), 0u);
-  EXPECT_EQ(llama[1].content, "{\"name\": \"get_weather\", \"parameters\": {\"city\":  \"Paris\"}}");
+  EXPECT_EQ(llama[1].content,
+            "{\"name\": \"get_weather\", \"parameters\": {\"city\":  \"Paris\"}}");
   EXPECT_EQ(llama[2].role, "ipython");
   Result<std::string> text = render_chat(ChatTemplateKind::LLAMA3, llama);
   ASSERT_TRUE(text.ok()) << text.error().message;
@@ -55,9 +58,11 @@ TEST(ChatToolsTest, Llama3AndGenericForms) {
             std::string::npos);
 
   // Gemma has no system role and needs alternation: the generic form keeps both.
-  std::vector<ChatMessage> gemma = with_tools_written_out(ChatTemplateKind::GEMMA, agent_turns(), kTools);
-  EXPECT_EQ(gemma[2].content,
-            "{\"tool_calls\": [{\"name\": \"get_weather\", \"arguments\": {\"city\":  \"Paris\"}}]}");
+  std::vector<ChatMessage> gemma =
+      with_tools_written_out(ChatTemplateKind::GEMMA, agent_turns(), kTools);
+  EXPECT_EQ(
+      gemma[2].content,
+      "{\"tool_calls\": [{\"name\": \"get_weather\", \"arguments\": {\"city\":  \"Paris\"}}]}");
   // The tool result and the next user message become one user turn: the turns alternate.
   ASSERT_EQ(gemma.size(), 4u);
   EXPECT_EQ(gemma[3].content, "Tool result (call_1): {\"temp\": 21}\n\nThanks");
@@ -74,7 +79,8 @@ TEST(ChatToolsTest, RememberedReplyTokensAreSplicedIn) {
   ASSERT_TRUE(tokenizer.ok());
   const std::vector<ChatMessage> chat = {{"user", "hi"}, {"assistant", "abab"}, {"user", "more"}};
   ChatRenderOptions plain;
-  Result<std::vector<TokenId>> normal = encode_chat(**tokenizer, ChatTemplateKind::CHATML, chat, plain);
+  Result<std::vector<TokenId>> normal =
+      encode_chat(**tokenizer, ChatTemplateKind::CHATML, chat, plain);
   ASSERT_TRUE(normal.ok());
   // The model had spelled "abab" byte by byte: those tokens come back, the rest is unchanged.
   std::vector<TokenId> spelled;
@@ -86,7 +92,8 @@ TEST(ChatToolsTest, RememberedReplyTokensAreSplicedIn) {
   remembered.reply_tokens = [&](std::string_view text) -> const std::vector<TokenId>* {
     return text == "abab" ? &spelled : nullptr;
   };
-  Result<std::vector<TokenId>> spliced = encode_chat(**tokenizer, ChatTemplateKind::CHATML, chat, remembered);
+  Result<std::vector<TokenId>> spliced =
+      encode_chat(**tokenizer, ChatTemplateKind::CHATML, chat, remembered);
   ASSERT_TRUE(spliced.ok());
   EXPECT_EQ((*tokenizer)->decode(*spliced, true), (*tokenizer)->decode(*normal, true));
   EXPECT_EQ(spliced->size(), normal->size() + 2) << "two 'ab' tokens became four byte tokens";
