@@ -24,7 +24,7 @@
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { moduleDirs } from './module_dirs.mjs';
 
 function setupError(message) {
   console.log(JSON.stringify({ ok: false, error: message }));
@@ -33,13 +33,7 @@ function setupError(message) {
 
 // ESM imports ignore NODE_PATH, and ajv is CommonJS: require it from the first folder holding it.
 function loadPackages() {
-  const dirs = [];
-  if (process.env.TRELLIS_NODE_MODULES) dirs.push(process.env.TRELLIS_NODE_MODULES);
-  for (const entry of (process.env.NODE_PATH ?? '').split(path.delimiter)) {
-    if (entry) dirs.push(entry);
-  }
-  const sourceRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-  dirs.push(path.join(sourceRoot, 'build', 'node', 'node_modules'));
+  const dirs = moduleDirs();
   for (const dir of dirs) {
     const require = createRequire(path.join(path.resolve(dir), 'index.js'));
     try {

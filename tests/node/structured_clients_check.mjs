@@ -19,7 +19,7 @@
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { moduleDirs } from './module_dirs.mjs';
 
 const baseURL = process.argv[2] ?? process.env.TRELLIS_BASE_URL;
 const modelName = process.argv[3] ?? process.env.TRELLIS_MODEL;
@@ -45,13 +45,7 @@ function setupError(message) {
 const PACKAGES = ['openai', 'openai/helpers/zod', 'zod', 'ajv', 'ajv-formats', 'ai',
   '@ai-sdk/openai-compatible', '@langchain/openai', '@langchain/core/tools'];
 function loadPackages() {
-  const dirs = [];
-  if (process.env.TRELLIS_NODE_MODULES) dirs.push(process.env.TRELLIS_NODE_MODULES);
-  for (const entry of (process.env.NODE_PATH ?? '').split(path.delimiter)) {
-    if (entry) dirs.push(entry);
-  }
-  const sourceRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-  dirs.push(path.join(sourceRoot, 'build', 'node', 'node_modules'));
+  const dirs = moduleDirs();
   const problems = [];
   for (const dir of dirs) {
     const require = createRequire(path.join(path.resolve(dir), 'index.js'));
