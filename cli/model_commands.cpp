@@ -38,6 +38,7 @@ struct SynthArgs {
   std::string preset = "tiny";
   std::string arch;      // empty: the preset's own family
   int64_t longrope = 0;  // 0: the preset's rope; else LongRoPE from this original context
+  int64_t layers = 0;    // 0: the preset's; else only the first N layers
   std::string type = "q4_0";
   uint64_t seed = 0;
   std::string vocab_from;
@@ -68,6 +69,15 @@ int run_synth(const SynthArgs& args) {
       return 1;
     }
     *preset = std::move(scaled).value();
+  }
+  if (args.layers > 0) {
+    if (args.layers > preset->hparams.n_layer) {
+      std::fprintf(stderr, "error: --layers %lld exceeds the preset's %lld layers\n",
+                   static_cast<long long>(args.layers),
+                   static_cast<long long>(preset->hparams.n_layer));
+      return 1;
+    }
+    preset->hparams.n_layer = args.layers;
   }
   const std::optional<QuantMix> mix = parse_quant_mix(args.type);
   std::optional<DType> type = mix ? quant_mix_base(*mix) : dtype_from_name(args.type);
@@ -114,6 +124,9 @@ void add_model_commands(CLI::App& app, int& exit_code) {
   synth->add_option("--longrope", args->longrope,
                     "phi3: LongRoPE factors (as Phi-3.5) from this original context to the "
                     "preset's");
+  synth->add_option(
+      "--layers", args->layers,
+      "Write only the first N layers (a real shape's per-layer cost in a small file)");
   synth->add_option("--seed", args->seed, "Random seed")->capture_default_str();
   synth->add_option("--vocab-from", args->vocab_from, "Copy the tokenizer of this GGUF");
   synth->add_flag("--no-chat-template", args->no_chat_template,

@@ -22,12 +22,24 @@ enum class FfnActivation {
   GELU_TANH,  // GeGLU with the tanh approximation: down(gelu_tanh(gate) * up)
 };
 
-// What the second sublayer of every layer is. Only DENSE exists yet; a mixture-of-experts kind
-// (a router ffn_gate_inp, stacked ffn_{gate,up,down}_exps, optional shared experts) is the next
-// one, and selects its own tensors and keys in family_tensors.cpp / family_keys.cpp.
+// What the second sublayer of every layer is; each kind selects its own tensors and keys in
+// family_tensors.cpp / family_keys.cpp.
 enum class FfnKind {
   DENSE,  // one gated FFN: ffn_gate, ffn_up, ffn_down (or ffn_up holding both, fused_gate_up)
+  // A mixture of experts: a router (ffn_gate_inp) scores expert_count gated FFNs stored stacked
+  // (ffn_{gate,up,down}_exps); each token runs the expert_used_count best and sums their outputs
+  // weighted by their router probabilities (model/moe_ffn.h).
+  MOE,
 };
+
+// How router scores become the weights of a token's chosen experts.
+enum class ExpertGating {
+  SOFTMAX,  // softmax over every expert, then the chosen ones' probabilities (renormalized or not)
+};
+
+// Per-head RMSNorm of q and k (one weight of the head size shared by the heads), or of the whole
+// q and k vectors (OLMoE: weights of n_head * head size and n_head_kv * head size).
+enum class QkNorm { NONE, PER_HEAD, WHOLE };
 
 // Optional per-pair divisors of the RoPE frequencies a family's files may carry.
 enum class RopeFactors {
@@ -42,13 +54,23 @@ enum class Presence { REQUIRED, OPTIONAL };
 // One family. Rows are written with designated initializers; a field left out is the common
 // choice (NEOX rope pairs, no extra block, a dense SwiGLU FFN).
 struct Architecture {
-  std::string_view name;  // general.architecture, also the prefix of its metadata keys
+  std::string_view name;  // the family's own name: general.architecture unless file_name is set
+  // general.architecture (also the prefix of the metadata keys) when a family shares another's
+  // name: Mixtral files say `llama` and are told apart by llama.expert_count.
+  std::string_view file_name = {};
   RopeStyle rope_style = RopeStyle::NEOX;
-  bool qkv_bias = false;    // attn_q/k/v.bias added after the projections (qwen2)
-  bool fused_qkv = false;   // one attn_qkv matrix: q rows, then k rows, then v rows (phi3)
-  bool qk_norm = false;     // per-head RMSNorm of q and k before RoPE (qwen3, gemma3)
+  bool qkv_bias = false;          // attn_q/k/v.bias added after the projections (qwen2)
+  bool fused_qkv = false;         // one attn_qkv matrix: q rows, then k rows, then v rows (phi3)
+  QkNorm qk_norm = QkNorm::NONE;  // RMSNorm of q and k before RoPE (qwen3, gemma3, olmoe)
   bool post_norms = false;  // RMSNorm of each sublayer's output before the residual add (gemma3)
   FfnKind ffn_kind = FfnKind::DENSE;
+  // MOE: the gating; whether the chosen experts' weights are renormalized to sum to 1 (fixed per
+  // family, as llama.cpp does); whether the experts' FFN length is expert_feed_forward_length
+  // (else feed_forward_length); a shared expert every token runs, with a sigmoid gate (qwen2moe).
+  ExpertGating expert_gating = ExpertGating::SOFTMAX;
+  bool expert_weights_norm = false;
+  bool expert_ffn_key = false;
+  bool shared_expert = false;
   bool fused_gate_up = false;  // ffn_up holds the gate rows, then the up rows; no ffn_gate (phi3)
   FfnActivation ffn_activation = FfnActivation::SILU;
   bool scale_embeddings = false;  // embeddings times sqrt(n_embd) before the first layer (gemma3)
@@ -65,9 +87,14 @@ struct Architecture {
 
 // Every supported family, in the order supported_architectures() names them.
 std::span<const Architecture> architectures();
-// The description of `name`, or null when the family is not supported.
+// The description of the family named `name` (Architecture::name), or null when it is not one.
 const Architecture* find_architecture(std::string_view name);
-// "llama, qwen2, qwen3, gemma3, phi3"
+// The family of a file whose general.architecture is `file_arch` and whose ARCH.expert_count is
+// `n_expert` (0 when absent), or null when no family reads such files.
+const Architecture* find_file_architecture(std::string_view file_arch, int64_t n_expert);
+// general.architecture of the family's files, also the prefix of their metadata keys.
+std::string_view file_architecture(const Architecture& arch);
+// "llama, qwen2, qwen3, gemma3, phi3, ..." (the general.architecture names, each once)
 std::string supported_architectures();
 // The position of `arch` (matched by name) in architectures(). Precondition: it is one of them.
 size_t architecture_index(const Architecture& arch);

@@ -9,7 +9,7 @@ namespace {
 constexpr Presence REQUIRED = Presence::REQUIRED, OPTIONAL = Presence::OPTIONAL;
 
 // Every key any family has, each written once.
-constexpr std::array<KeySpec, 20> kKeys = {{
+constexpr std::array<KeySpec, 24> kKeys = {{
     {HParamKey::VOCAB_SIZE, "vocab_size", OPTIONAL},
     {HParamKey::CONTEXT_LENGTH, "context_length", REQUIRED},
     {HParamKey::EMBEDDING_LENGTH, "embedding_length", REQUIRED},
@@ -30,6 +30,10 @@ constexpr std::array<KeySpec, 20> kKeys = {{
     {HParamKey::SLIDING_WINDOW, "attention.sliding_window", OPTIONAL},
     {HParamKey::SLIDING_WINDOW_PATTERN, "attention.sliding_window_pattern", OPTIONAL},
     {HParamKey::ROPE_FREQ_BASE_SWA, "rope.freq_base_swa", OPTIONAL},
+    {HParamKey::EXPERT_COUNT, "expert_count", REQUIRED},
+    {HParamKey::EXPERT_USED_COUNT, "expert_used_count", REQUIRED},
+    {HParamKey::EXPERT_FEED_FORWARD_LENGTH, "expert_feed_forward_length", OPTIONAL},
+    {HParamKey::EXPERT_SHARED_FEED_FORWARD_LENGTH, "expert_shared_feed_forward_length", OPTIONAL},
 }};
 
 const KeySpec& spec(HParamKey key) {
@@ -50,6 +54,13 @@ std::vector<KeySpec> keys_of(const Architecture& arch) {
   switch (arch.ffn_kind) {
     case FfnKind::DENSE:
       add({HParamKey::FEED_FORWARD_LENGTH});
+      break;
+    case FfnKind::MOE:
+      // As llama.cpp reads them for these families; the routing itself (gating, renormalizing)
+      // is the family's, whatever expert_gating_func or expert_weights_norm a file may carry.
+      add({HParamKey::FEED_FORWARD_LENGTH, HParamKey::EXPERT_COUNT, HParamKey::EXPERT_USED_COUNT});
+      if (arch.expert_ffn_key) add({HParamKey::EXPERT_FEED_FORWARD_LENGTH});
+      if (arch.shared_expert) add({HParamKey::EXPERT_SHARED_FEED_FORWARD_LENGTH});
       break;
   }
   // The rope scaling keys are read for every family (a file may scale linearly or carry an
@@ -75,7 +86,7 @@ const std::vector<KeySpec>& family_keys(const Architecture& arch) {
 }
 
 std::string key_name(const Architecture& arch, HParamKey key) {
-  return std::string(arch.name) + "." + std::string(spec(key).suffix);
+  return std::string(file_architecture(arch)) + "." + std::string(spec(key).suffix);
 }
 
 }  // namespace trellis

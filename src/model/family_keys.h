@@ -36,6 +36,10 @@ enum class HParamKey {
   SLIDING_WINDOW,
   SLIDING_WINDOW_PATTERN,
   ROPE_FREQ_BASE_SWA,
+  EXPERT_COUNT,
+  EXPERT_USED_COUNT,
+  EXPERT_FEED_FORWARD_LENGTH,
+  EXPERT_SHARED_FEED_FORWARD_LENGTH,
 };
 
 struct KeySpec {
@@ -47,7 +51,8 @@ struct KeySpec {
 // The keys of `arch`'s files (a supported family), in the order the synthesizer writes them.
 const std::vector<KeySpec>& family_keys(const Architecture& arch);
 
-// "ARCH.<suffix>", e.g. "qwen3.attention.key_length".
+// "ARCH.<suffix>" with the family's file name (file_architecture), e.g.
+// "qwen3.attention.key_length", "llama.expert_count" for mixtral.
 std::string key_name(const Architecture& arch, HParamKey key);
 
 }  // namespace trellis

@@ -6,10 +6,18 @@ namespace trellis {
 namespace {
 
 using LW = LayerWeights;
-constexpr Dim EMBD = Dim::EMBD, Q = Dim::Q, KV = Dim::KV, FF = Dim::FF, HEAD = Dim::HEAD;
+constexpr Dim EMBD = Dim::EMBD, Q = Dim::Q, KV = Dim::KV, FF = Dim::FF, HEAD = Dim::HEAD,
+              EXPERTS = Dim::EXPERTS, FF_EXP = Dim::FF_EXP, FF_SHEXP = Dim::FF_SHEXP;
 
 constexpr TensorSpec matrix(std::string_view name, Dim n_in, Dim n_out, WeightView LW::*member) {
   return {.name = name, .kind = TensorKind::MATRIX, .shape = {n_in, n_out}, .matrix = member};
+}
+constexpr TensorSpec experts(std::string_view name, Dim n_in, Dim n_out,
+                             ExpertWeights LW::*member) {
+  return {.name = name,
+          .kind = TensorKind::EXPERTS,
+          .shape = {n_in, n_out, EXPERTS},
+          .experts = member};
 }
 constexpr TensorSpec vector_tensor(std::string_view name, TensorKind kind, Dim n,
                                    std::vector<float> LW::*member) {
@@ -37,9 +45,10 @@ void add_attention(const Architecture& arch, std::vector<TensorSpec>& out) {
     out.push_back(bias("attn_k.bias", KV, &LW::bk));
     out.push_back(bias("attn_v.bias", KV, &LW::bv));
   }
-  if (arch.qk_norm) {
-    out.push_back(norm("attn_q_norm.weight", HEAD, &LW::q_norm));
-    out.push_back(norm("attn_k_norm.weight", HEAD, &LW::k_norm));
+  if (arch.qk_norm != QkNorm::NONE) {
+    const bool whole = arch.qk_norm == QkNorm::WHOLE;
+    out.push_back(norm("attn_q_norm.weight", whole ? Q : HEAD, &LW::q_norm));
+    out.push_back(norm("attn_k_norm.weight", whole ? KV : HEAD, &LW::k_norm));
   }
   out.push_back(matrix("attn_output.weight", Q, EMBD, &LW::wo));
   if (arch.post_norms) out.push_back(norm("post_attention_norm.weight", EMBD, &LW::post_attn_norm));
@@ -58,6 +67,25 @@ void add_dense_ffn(const Architecture& arch, std::vector<TensorSpec>& out) {
   if (arch.post_norms) out.push_back(norm("post_ffw_norm.weight", EMBD, &LW::post_ffn_norm));
 }
 
+// The FFN sublayer of kind MOE: the router, the stacked experts, and the shared expert when the
+// family has one.
+void add_moe_ffn(const Architecture& arch, std::vector<TensorSpec>& out) {
+  out.push_back(norm("ffn_norm.weight", EMBD, &LW::ffn_norm));
+  out.push_back({.name = "ffn_gate_inp.weight",
+                 .kind = TensorKind::ROUTER,
+                 .shape = {EMBD, EXPERTS},
+                 .matrix = &LW::router});
+  out.push_back(experts("ffn_gate_exps.weight", EMBD, FF_EXP, &LW::gate_exps));
+  out.push_back(experts("ffn_down_exps.weight", FF_EXP, EMBD, &LW::down_exps));
+  out.push_back(experts("ffn_up_exps.weight", EMBD, FF_EXP, &LW::up_exps));
+  if (arch.shared_expert) {
+    out.push_back(bias("ffn_gate_inp_shexp.weight", EMBD, &LW::shared_gate));
+    out.push_back(matrix("ffn_gate_shexp.weight", EMBD, FF_SHEXP, &LW::w_gate_shexp));
+    out.push_back(matrix("ffn_down_shexp.weight", FF_SHEXP, EMBD, &LW::w_down_shexp));
+    out.push_back(matrix("ffn_up_shexp.weight", EMBD, FF_SHEXP, &LW::w_up_shexp));
+  }
+}
+
 FamilyTensors tensors_of(const Architecture& arch) {
   FamilyTensors list;
   list.before_layers = {kTokenEmbd};
@@ -65,6 +93,9 @@ FamilyTensors tensors_of(const Architecture& arch) {
   switch (arch.ffn_kind) {
     case FfnKind::DENSE:
       add_dense_ffn(arch, list.layer);
+      break;
+    case FfnKind::MOE:
+      add_moe_ffn(arch, list.layer);
       break;
   }
   list.after_layers = {kOutputNorm, kOutput};
@@ -104,6 +135,12 @@ int64_t dim_size(Dim dim, const ModelHParams& hp) {
       return hp.head_dim();
     case Dim::ROPE_PAIRS:
       return hp.n_rot / 2;
+    case Dim::EXPERTS:
+      return hp.n_expert;
+    case Dim::FF_EXP:
+      return hp.n_ff_exp;
+    case Dim::FF_SHEXP:
+      return hp.n_ff_shexp;
   }
   assert(false && "Dim::NONE has no size");
   return 0;

@@ -32,10 +32,16 @@ enum class Dim {
   FF_GATE_UP,  // 2 n_ff: a fused gate/up projection
   HEAD,        // the head size
   ROPE_PAIRS,  // n_rot / 2
+  EXPERTS,     // n_expert
+  FF_EXP,      // n_ff_exp: one expert's FFN length
+  FF_SHEXP,    // n_ff_shexp: the shared expert's FFN length
 };
 
 enum class TensorKind {
   MATRIX,        // read by matmul; synthesized N(0, σ²)
+  EXPERTS,       // one matrix per expert, stacked (shape[2] experts); synthesized N(0, σ²)
+  ROUTER,        // a MoE router: read by matmul, kept f32 (as llama.cpp's quantizer does);
+                 // synthesized N(0, 1 / n_embd) so that router scores spread by about 1
   BIAS,          // added to a projection's output; synthesized N(0, σ²)
   NORM,          // RMSNorm weights; synthesized as ones
   ROPE_FACTORS,  // per-pair frequency divisors; synthesized from the preset's rope scaling
@@ -46,10 +52,12 @@ struct TensorSpec {
   TensorKind kind;
   std::array<Dim, 3> shape;  // GGUF order (shape[0] is the row length), NONE-padded
   Presence presence = Presence::REQUIRED;
-  // Where the loader binds a layer's tensor: `matrix` for a MATRIX, `vector` for the others.
-  // Null in the tensors outside the layers, which the loader binds by name.
+  // Where the loader binds a layer's tensor: `matrix` for a MATRIX or ROUTER, `experts` for
+  // EXPERTS, `vector` for the others. Null in the tensors outside the layers, which the loader
+  // binds by name.
   WeightView LayerWeights::*matrix = nullptr;
   std::vector<float> LayerWeights::*vector = nullptr;
+  ExpertWeights LayerWeights::*experts = nullptr;
 };
 
 // The tensors outside the layers, which the loader binds by these names.

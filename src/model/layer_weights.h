@@ -8,6 +8,11 @@
 
 namespace trellis {
 
+// A stacked expert tensor: matrix e of experts is expert e's ([n_in] -> [n_out] each).
+struct ExpertWeights {
+  std::vector<WeightView> experts;
+};
+
 // The optional ones are empty (vectors) or unbound (n_out 0) when the family does not use them.
 // q: n_head * head_dim, kv: n_head_kv * head_dim values per token.
 struct LayerWeights {
@@ -17,7 +22,7 @@ struct LayerWeights {
   WeightView wv;                      // [n_embd] -> [kv]
   WeightView wqkv;                    // [n_embd] -> [q + 2 kv], fused_qkv instead of wq, wk, wv
   std::vector<float> bq, bk, bv;      // [q], [kv], [kv] when qkv_bias
-  std::vector<float> q_norm, k_norm;  // [head_dim] when qk_norm
+  std::vector<float> q_norm, k_norm;  // [head_dim] (PER_HEAD), or [q] and [kv] (WHOLE)
   WeightView wo;                      // [q] -> [n_embd]
   std::vector<float> post_attn_norm;  // [n_embd] when post_norms
   std::vector<float> ffn_norm;        // [n_embd]
@@ -25,6 +30,14 @@ struct LayerWeights {
   WeightView w_up;                    // [n_embd] -> [n_ff], or [2 n_ff]: gate then up
   WeightView w_down;                  // [n_ff] -> [n_embd]
   std::vector<float> post_ffn_norm;   // [n_embd] when post_norms
+  // FfnKind::MOE instead of w_gate, w_up, w_down:
+  WeightView router;                 // [n_embd] -> [n_expert]
+  ExpertWeights gate_exps, up_exps;  // [n_embd] -> [n_ff_exp] per expert
+  ExpertWeights down_exps;           // [n_ff_exp] -> [n_embd] per expert
+  // The shared expert (qwen2moe): its gate's weights, and its FFN.
+  std::vector<float> shared_gate;       // [n_embd]: sigmoid(shared_gate . h) scales its output
+  WeightView w_gate_shexp, w_up_shexp;  // [n_embd] -> [n_ff_shexp]
+  WeightView w_down_shexp;              // [n_ff_shexp] -> [n_embd]
 };
 
 }  // namespace trellis

@@ -99,14 +99,22 @@ Workspace::Workspace(const ModelHParams& hp, int32_t max_rows) : max_rows_(max_r
   // The fused projections' outputs exist only for the families that have them.
   const Architecture* arch = find_architecture(hp.arch);
   if (arch != nullptr && arch->fused_qkv) qkv.resize(rows * (n_q + 2 * n_kv));
-  gate.resize(rows * n_ff);
-  up.resize(rows * (arch != nullptr && arch->fused_gate_up ? 2 : 1) * n_ff);
   attention_rows.resize(rows);
+  if (arch != nullptr && arch->ffn_kind == FfnKind::MOE) {
+    moe = MoeScratch(hp, max_rows);
+  } else {
+    gate.resize(rows * n_ff);
+    up.resize(rows * (arch != nullptr && arch->fused_gate_up ? 2 : 1) * n_ff);
+  }
 }
 
 Status Model::bind_layer(const GgufFile& file, int64_t il, LayerWeights& layer) const {
   for (const TensorSpec& spec : family_tensors(*arch_).layer) {
     const std::string name = layer_tensor_name(il, spec);
+    if (spec.experts != nullptr) {
+      TRELLIS_TRY(bind_experts(file, il, spec, layer.*spec.experts));
+      continue;
+    }
     if (spec.presence == Presence::OPTIONAL && file.find_tensor(name) == nullptr) continue;
     const std::vector<int64_t> shape = tensor_shape(spec, hp_);
     if (spec.matrix != nullptr) {
@@ -114,6 +122,38 @@ Status Model::bind_layer(const GgufFile& file, int64_t il, LayerWeights& layer) 
     } else {
       TRELLIS_ASSIGN(layer.*spec.vector, bind_vector(file, name, shape[0]));
     }
+  }
+  return {};
+}
+
+Status Model::bind_experts(const GgufFile& file, int64_t il, const TensorSpec& spec,
+                           ExpertWeights& out) const {
+  const std::string name = layer_tensor_name(il, spec);
+  const std::vector<int64_t> shape = tensor_shape(spec, hp_);  // n_in, n_out, n_expert
+  out.experts.clear();
+  // Mixtral's older files: blk.N.ffn_gate.E.weight etc., one [n_in] -> [n_out] tensor per expert.
+  const std::string stem = name.substr(0, name.find("_exps.weight"));
+  auto legacy_name = [&](int64_t e) { return stem + "." + std::to_string(e) + ".weight"; };
+  if (file.find_tensor(name) == nullptr && file.find_tensor(legacy_name(0)) != nullptr) {
+    for (int64_t e = 0; e < shape[2]; ++e) {
+      Result<WeightView> w = bind_matrix(file, legacy_name(e), shape[0], shape[1]);
+      if (!w.ok()) return w.error();
+      out.experts.push_back(*w);
+    }
+    return {};
+  }
+  Result<const GgufTensor*> t = find_tensor(file, name, shape);
+  if (!t.ok()) return t.error();
+  if (!matmul_supports((*t)->type)) {
+    return Error{file.name() + ": tensor '" + name + "' has type " +
+                 std::string(dtype_name((*t)->type)) + ", which matmul does not support"};
+  }
+  const uint64_t expert_bytes = *row_bytes((*t)->type, shape[0]) * static_cast<uint64_t>(shape[1]);
+  for (int64_t e = 0; e < shape[2]; ++e) {
+    out.experts.push_back(WeightView{
+        (*t)->type,
+        static_cast<const uint8_t*>((*t)->data) + static_cast<uint64_t>(e) * expert_bytes, shape[0],
+        shape[1]});
   }
   return {};
 }
@@ -207,8 +247,12 @@ std::vector<WeightView*> Model::matmul_weights() {
   std::vector<WeightView*> views;
   for (LayerWeights& layer : layers_) {
     for (WeightView* w : {&layer.wq, &layer.wk, &layer.wv, &layer.wqkv, &layer.wo, &layer.w_gate,
-                          &layer.w_up, &layer.w_down}) {
+                          &layer.w_up, &layer.w_down, &layer.router, &layer.w_gate_shexp,
+                          &layer.w_up_shexp, &layer.w_down_shexp}) {
       if (w->n_out > 0) views.push_back(w);  // unbound views are left out
+    }
+    for (ExpertWeights* experts : {&layer.gate_exps, &layer.up_exps, &layer.down_exps}) {
+      for (WeightView& w : experts->experts) views.push_back(&w);
     }
   }
   if (range_.last) views.push_back(&output_);  // an earlier stage never reads the head
@@ -333,10 +377,18 @@ void Model::project_qkv(const LayerWeights& layer, int32_t n_rows, Workspace& ws
     add_bias(ws.k.data(), layer.bk, n_rows);
     add_bias(ws.v.data(), layer.bv, n_rows);
   }
-  if (arch_->qk_norm) {
-    const auto eps = static_cast<float>(hp_.rms_norm_eps);
-    norm_heads(ws.q.data(), hp_.n_head, hp_.head_dim(), layer.q_norm, eps, n_rows);
-    norm_heads(ws.k.data(), hp_.n_head_kv, hp_.head_dim(), layer.k_norm, eps, n_rows);
+  const auto eps = static_cast<float>(hp_.rms_norm_eps);
+  switch (arch_->qk_norm) {
+    case QkNorm::NONE:
+      break;
+    case QkNorm::PER_HEAD:
+      norm_heads(ws.q.data(), hp_.n_head, hp_.head_dim(), layer.q_norm, eps, n_rows);
+      norm_heads(ws.k.data(), hp_.n_head_kv, hp_.head_dim(), layer.k_norm, eps, n_rows);
+      break;
+    case QkNorm::WHOLE:  // one "head" of the whole width
+      norm_heads(ws.q.data(), 1, n_q, layer.q_norm, eps, n_rows);
+      norm_heads(ws.k.data(), 1, n_kv, layer.k_norm, eps, n_rows);
+      break;
   }
 }
 
@@ -421,6 +473,12 @@ void Model::ffn_block(const LayerWeights& layer, int32_t n_rows, Workspace& ws,
                       ThreadPool& pool) const {
   const int64_t n_ff = hp_.n_ff;
   norm_rows(layer.ffn_norm, n_rows, ws, pool);
+  if (arch_->ffn_kind == FfnKind::MOE) {
+    moe_ffn(layer, *arch_, hp_, ws.xn.data(), n_rows, ws.proj.data(), ws.moe, pool,
+            ws.matmul_scratch);
+    add_residual(layer.post_ffn_norm, n_rows, ws, pool);
+    return;
+  }
   if (arch_->fused_gate_up) {  // ffn_up's rows: the gate's n_ff, then the up projection's n_ff
     matmul(layer.w_up, ws.xn.data(), n_rows, ws.up.data(), pool, ws.matmul_scratch);
     // Row r holds its gate at [2r, 2r + 1) and its up at [2r + 1, 2r + 2), in units of n_ff.

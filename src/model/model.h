@@ -10,6 +10,7 @@
 //   x += [rmsnorm](a)
 //   h = rmsnorm(x)
 //   x += [rmsnorm](Wdown . (act(Wgate.h) * (Wup.h)))       (act: silu or gelu-tanh; [fused])
+//     or x += moe_ffn(h)                                   (a mixture of experts, model/moe_ffn.h)
 //
 // after the embedding lookup [scaled by sqrt(n_embd)]; then logits = Woutput . rmsnorm(x) for the
 // rows asked for (Woutput: output.weight, or the embeddings when the file ties them).
@@ -27,9 +28,11 @@
 #include "kernels/weight_pack.h"
 #include "kv/kv_storage.h"
 #include "model/architecture.h"
+#include "model/family_tensors.h"
 #include "model/layer_range.h"
 #include "model/layer_weights.h"
 #include "model/model_hparams.h"
+#include "model/moe_ffn.h"
 
 namespace trellis {
 
@@ -51,6 +54,7 @@ class Workspace {
   std::vector<float> up;                     // [rows][n_ff], or [rows][2 n_ff] when fused
   std::vector<float> out_xn;                 // [rows][n_embd] normed rows whose logits are wanted
   std::vector<AttentionRow> attention_rows;  // [rows]
+  MoeScratch moe;                            // the MOE sublayer's buffers (mixtures of experts)
   MatmulScratch matmul_scratch;
   AttentionScratch attention_scratch;
 
@@ -93,6 +97,9 @@ class Model {
 
  private:
   Status bind_layer(const GgufFile& file, int64_t il, LayerWeights& layer) const;
+  // A stacked expert tensor, or (Mixtral's older files) one tensor per expert.
+  Status bind_experts(const GgufFile& file, int64_t il, const TensorSpec& spec,
+                      ExpertWeights& out) const;
   // Every matrix that matmul reads (the embeddings are read by row lookup, not matmul).
   std::vector<WeightView*> matmul_weights();
   // Repacks the matmul weights that best_kernel_isa() has a packed layout for

@@ -52,19 +52,46 @@ Status check_required_keys(const GgufFile& file, const Architecture& arch) {
   return {};
 }
 
+// The keys of a mixture of experts, as llama.cpp reads them for these families.
+Status read_expert_keys(const GgufFile& file, const Architecture& arch, ModelHParams& hp) {
+  auto key = [&](HParamKey k) { return key_name(arch, k); };
+  auto invalid = [&](const std::string& what) { return Error{file.name() + ": " + what}; };
+  TRELLIS_ASSIGN(hp.n_expert, positive_int(file, key(HParamKey::EXPERT_COUNT)));
+  TRELLIS_ASSIGN(hp.n_expert_used, positive_int(file, key(HParamKey::EXPERT_USED_COUNT)));
+  if (hp.n_expert > kMaxExperts || hp.n_expert_used > hp.n_expert) {
+    return invalid(key(HParamKey::EXPERT_USED_COUNT) + " must be at most expert_count, " +
+                   "itself at most " + std::to_string(kMaxExperts));
+  }
+  hp.n_ff_exp = hp.n_ff;
+  if (arch.expert_ffn_key) {  // without the key, n_ff / expert_used_count
+    TRELLIS_ASSIGN(hp.n_ff_exp, file.get_int_or(key(HParamKey::EXPERT_FEED_FORWARD_LENGTH),
+                                                hp.n_ff / hp.n_expert_used));
+  }
+  if (arch.shared_expert) {
+    TRELLIS_ASSIGN(hp.n_ff_shexp,
+                   file.get_int_or(key(HParamKey::EXPERT_SHARED_FEED_FORWARD_LENGTH), hp.n_ff));
+  }
+  if (hp.n_ff_exp <= 0 || (arch.shared_expert && hp.n_ff_shexp <= 0))
+    return invalid("the experts' feed_forward_length must be positive");
+  hp.expert_weights_norm = arch.expert_weights_norm;
+  return {};
+}
+
 }  // namespace
 
 Result<ModelHParams> read_model_hparams(const GgufFile& file) {
   Result<std::string> arch_name = file.get_string("general.architecture");
   if (!arch_name.ok()) return arch_name.error();
-  const Architecture* arch = find_architecture(*arch_name);
+  Result<int64_t> n_expert = file.get_int_or(*arch_name + ".expert_count", 0);
+  if (!n_expert.ok()) return n_expert.error();
+  const Architecture* arch = find_file_architecture(*arch_name, *n_expert);
   if (arch == nullptr) {
     return Error{file.name() + ": unsupported architecture '" + *arch_name +
                  "' (supported: " + supported_architectures() + ")"};
   }
   TRELLIS_TRY(check_required_keys(file, *arch));
   ModelHParams hp;
-  hp.arch = *arch_name;
+  hp.arch = std::string(arch->name);
   auto key = [&](HParamKey k) { return key_name(*arch, k); };
   auto read = [&](HParamKey k, int64_t* out) -> Status {
     Result<int64_t> value = positive_int(file, key(k));
@@ -141,6 +168,7 @@ Result<ModelHParams> read_model_hparams(const GgufFile& file) {
   }
   if (arch->width_query_scale_layers > 0 && hp.n_layer == arch->width_query_scale_layers)
     hp.query_scale_dim = hp.n_embd / hp.n_head;
+  if (arch->ffn_kind == FfnKind::MOE) TRELLIS_TRY(read_expert_keys(file, *arch, hp));
   return hp;
 }
 

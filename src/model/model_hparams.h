@@ -11,8 +11,13 @@ namespace trellis {
 
 class GgufFile;
 
+// The most experts a mixture-of-experts file may declare (llama.cpp's bound too).
+inline constexpr int64_t kMaxExperts = 512;
+
 struct ModelHParams {
-  std::string arch = "llama";  // general.architecture
+  // The family (Architecture::name): general.architecture, except for a family whose files say
+  // another's name (mixtral: a llama file with experts).
+  std::string arch = "llama";
   int64_t n_vocab = 0;
   int64_t n_ctx_train = 0;  // ARCH.context_length
   int64_t n_embd = 0;
@@ -42,6 +47,15 @@ struct ModelHParams {
   // of a family that divides by n_embd / n_head without saying so in its keys (Gemma 3 27B, see
   // Architecture::width_query_scale_layers). 0: the head size.
   int64_t query_scale_dim = 0;
+  // Mixture of experts (FfnKind::MOE families; 0 elsewhere): expert_count experts of n_ff_exp
+  // (expert_feed_forward_length, or n_ff where the family has no such key), expert_used_count of
+  // them per token, their weights renormalized to sum 1 when the family does so
+  // (Architecture::expert_weights_norm). n_ff_shexp: the shared expert's FFN length (qwen2moe).
+  int64_t n_expert = 0;
+  int64_t n_expert_used = 0;
+  int64_t n_ff_exp = 0;
+  int64_t n_ff_shexp = 0;
+  bool expert_weights_norm = false;
 
   int64_t head_dim() const { return n_embd_head > 0 ? n_embd_head : n_embd / n_head; }
   int64_t n_embd_q() const { return head_dim() * n_head; }

@@ -44,6 +44,17 @@ void set_family(ModelHParams& hp, std::string_view name, int64_t n_embd_head) {
   hp.rope_freq_base = family.rope_freq_base;
 }
 
+// The experts of a mixture-of-experts family's preset.
+void set_experts(ModelHParams& hp, int64_t n_expert, int64_t n_used, int64_t n_ff_exp,
+                 int64_t n_ff_shexp) {
+  hp.n_expert = n_expert;
+  hp.n_expert_used = n_used;
+  hp.n_ff_exp = n_ff_exp;
+  hp.n_ff_shexp = n_ff_shexp;
+  const Architecture& row = *find_architecture(hp.arch);
+  hp.expert_weights_norm = row.expert_weights_norm;
+}
+
 void set_longrope(ModelHParams& hp, const LongRopeScaling& scaling) {
   hp.n_ctx_orig = scaling.original_context;
   hp.rope_attn_factor = longrope_attn_factor(scaling, hp.n_ctx_train);
@@ -116,6 +127,46 @@ ModelPreset phi35_mini() {
   return p;
 }
 
+ModelPreset qwen3_30b_a3b() {
+  ModelPreset p = family_preset(
+      "qwen3-30b-a3b",
+      "Qwen3-30B-A3B shapes (qwen3moe): 48 layers, width 2048, GQA 32/4 heads of 128, "
+      "128 experts of 768 (8 per token), vocab 151936",
+      make_hparams(151936, 40960, 2048, 48, 32, 4, 6144), "qwen3moe", 128);
+  set_experts(p.hparams, 128, 8, 768, 0);
+  return p;
+}
+
+ModelPreset qwen15_moe_a27b() {
+  ModelPreset p = family_preset(
+      "qwen1.5-moe-a2.7b",
+      "Qwen1.5-MoE-A2.7B shapes (qwen2moe): 24 layers, width 2048, 16 heads, 60 experts of 1408 "
+      "(4 per token) and a shared one of 5632, vocab 151936",
+      make_hparams(151936, 8192, 2048, 24, 16, 16, 5632), "qwen2moe", 0);
+  set_experts(p.hparams, 60, 4, 1408, 5632);
+  return p;
+}
+
+ModelPreset olmoe_1b_7b() {
+  ModelPreset p = family_preset(
+      "olmoe-1b-7b",
+      "OLMoE-1B-7B shapes (olmoe): 16 layers, width 2048, 16 heads, 64 experts of 1024 (8 per "
+      "token), vocab 50304",
+      make_hparams(50304, 4096, 2048, 16, 16, 16, 1024), "olmoe", 0);
+  set_experts(p.hparams, 64, 8, 1024, 0);
+  return p;
+}
+
+ModelPreset mixtral_8x7b() {
+  ModelPreset p = family_preset(
+      "mixtral-8x7b",
+      "Mixtral-8x7B shapes (mixtral): 32 layers, width 4096, GQA 32/8 heads, 8 experts of 14336 "
+      "(2 per token), vocab 32000",
+      make_hparams(32000, 32768, 4096, 32, 32, 8, 14336), "mixtral", 0);
+  set_experts(p.hparams, 8, 2, 14336, 0);
+  return p;
+}
+
 std::string_view family_of(const ModelPreset& preset) {
   return preset.llama3_rope ? std::string_view("llama3") : std::string_view(preset.hparams.arch);
 }
@@ -126,6 +177,10 @@ const std::vector<ModelPreset>& model_presets() {
   static const std::vector<ModelPreset> presets = {
       {"tiny", "4 layers, width 128, GQA 4/2 heads, vocab 2048 (a few MB, for tests)",
        make_hparams(2048, 512, 128, 4, 4, 2, 384), false, std::nullopt, std::nullopt},
+      {"tiny-wide",
+       "2 layers, width 256, GQA 4/2 heads, n_ff 512, vocab 2048 (a few MB; rows of 256 fit the "
+       "K-quant blocks)",
+       make_hparams(2048, 512, 256, 2, 4, 2, 512), false, std::nullopt, std::nullopt},
       {"small", "12 layers, width 768, GQA 12/4 heads, vocab 32000 (~110M parameters)",
        make_hparams(32000, 2048, 768, 12, 12, 4, 2048), false, std::nullopt, std::nullopt},
       {"tinyllama-1.1b",
@@ -136,6 +191,10 @@ const std::vector<ModelPreset>& model_presets() {
       qwen3_06b(),
       gemma3_1b(),
       phi35_mini(),
+      qwen3_30b_a3b(),
+      qwen15_moe_a27b(),
+      olmoe_1b_7b(),
+      mixtral_8x7b(),
   };
   return presets;
 }
@@ -169,6 +228,17 @@ Result<ModelPreset> preset_for_arch(const ModelPreset& preset, std::string_view 
   set_family_preset(out, arch, n_embd_head);
   out.longrope = std::nullopt;  // phi3 as Phi-3-mini-4k: plain RoPE
   const Architecture& row = *find_architecture(family->architecture);
+  // Whole-vector q/k norms (OLMoE) come from models without GQA, and llama.cpp reads the k
+  // norm as n_embd wide.
+  if (row.qk_norm == QkNorm::WHOLE) hp.n_head_kv = hp.n_head;
+  if (row.ffn_kind == FfnKind::MOE) {
+    // A family without an expert_feed_forward_length key has experts of n_ff.
+    const int64_t n_ff_exp = row.expert_ffn_key ? hp.n_ff / family->recast_experts_used : hp.n_ff;
+    set_experts(hp, family->recast_experts, family->recast_experts_used, n_ff_exp,
+                row.shared_expert ? hp.n_ff : 0);
+  } else {
+    set_experts(hp, 0, 0, 0, 0);
+  }
   if (row.sliding_window) {
     // The family's pattern when the model has that many layers, else one local layer of two,
     // so that both kinds exist.

@@ -39,9 +39,11 @@ struct ModelPreset {
   std::optional<LongRopeScaling> longrope;       // write LongRoPE's factors (arch phi3 only)
 };
 
-// tiny (a few MB, for tests), small (~110M parameters), tinyllama-1.1b (TinyLlama-1.1B's shapes),
-// all llama; then the published shapes of llama-3.2-1b, qwen2.5-0.5b, qwen3-0.6b, gemma-3-1b and
-// phi-3.5-mini, each in its own family.
+// tiny (a few MB, for tests), tiny-wide (the same with rows of 256, which the K-quants need),
+// small (~110M parameters), tinyllama-1.1b (TinyLlama-1.1B's shapes), all llama; then the
+// published shapes of llama-3.2-1b, qwen2.5-0.5b, qwen3-0.6b, gemma-3-1b and phi-3.5-mini, and of
+// the mixtures of experts qwen3-30b-a3b, qwen1.5-moe-a2.7b, olmoe-1b-7b and mixtral-8x7b, each in
+// its own family.
 const std::vector<ModelPreset>& model_presets();
 std::optional<ModelPreset> find_model_preset(std::string_view name);
 

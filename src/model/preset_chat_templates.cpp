@@ -173,10 +173,12 @@ ChatTemplateKind preset_chat_format(const ModelPreset& preset) {
   const std::string& arch = preset.hparams.arch;
   if (arch == "llama")
     return preset.llama3_rope ? ChatTemplateKind::LLAMA3 : ChatTemplateKind::ZEPHYR;
-  if (arch == "qwen3") return ChatTemplateKind::QWEN3;
+  if (arch == "qwen3" || arch == "qwen3moe") return ChatTemplateKind::QWEN3;
+  if (arch == "mixtral") return ChatTemplateKind::MISTRAL;
   if (arch == "gemma3") return ChatTemplateKind::GEMMA;
   if (arch == "phi3") return ChatTemplateKind::PHI3;
-  return ChatTemplateKind::CHATML;  // qwen2 (Qwen2.5), and any family without a format of its own
+  // qwen2 (Qwen2.5), qwen2moe (Qwen1.5-MoE), and any family without a format of its own
+  return ChatTemplateKind::CHATML;
 }
 
 std::string_view chat_template_source(ChatTemplateKind kind) {

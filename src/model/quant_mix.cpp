@@ -57,8 +57,9 @@ DType quant_mix_type(QuantMix mix, std::string_view name, int64_t row_length, in
   DType type = quant_mix_base(mix);
   const bool is_output = name == "output.weight" || (tied_output && name == "token_embd.weight");
   const std::optional<int64_t> layer = layer_of(name);
+  // ffn_down covers the experts' (ffn_down_exps) and a shared expert's (ffn_down_shexp) too.
   const bool sensitive = name.ends_with(".attn_v.weight") || name.ends_with(".attn_qkv.weight") ||
-                         name.ends_with(".ffn_down.weight");
+                         name.find(".ffn_down") != std::string_view::npos;
   if (is_output || (layer && sensitive && use_more_bits(*layer, n_layer))) type = DType::Q6_K;
   return row_length % 256 == 0 ? type : fallback(type);
 }

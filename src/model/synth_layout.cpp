@@ -1,6 +1,7 @@
 #include "model/synth_layout.h"
 
 #include <cassert>
+#include <cmath>
 #include <optional>
 
 #include "gguf/gguf_writer.h"
@@ -42,8 +43,14 @@ SynthTensor synth_tensor(const ModelPreset& preset, const TensorSpec& spec, std:
   std::vector<int64_t> shape = tensor_shape(spec, preset.hparams);
   switch (spec.kind) {
     case TensorKind::MATRIX:
+    case TensorKind::EXPERTS:
       return SynthTensor{
           std::move(name), weight_type(type, shape[0]), std::move(shape), SynthFill::NORMAL, {}};
+    case TensorKind::ROUTER: {
+      const auto stddev = static_cast<float>(1.0 / std::sqrt(static_cast<double>(shape[0])));
+      return SynthTensor{std::move(name),   DType::F32, std::move(shape),
+                         SynthFill::NORMAL, {},         stddev};
+    }
     case TensorKind::BIAS:
       return SynthTensor{std::move(name), DType::F32, std::move(shape), SynthFill::NORMAL, {}};
     case TensorKind::NORM:
@@ -109,6 +116,14 @@ std::optional<GgufValue> key_value(const ModelPreset& preset, HParamKey key) {
       return u32(hp.swa_pattern);
     case HParamKey::ROPE_FREQ_BASE_SWA:
       return f32(hp.rope_freq_base_swa);
+    case HParamKey::EXPERT_COUNT:
+      return u32(hp.n_expert);
+    case HParamKey::EXPERT_USED_COUNT:
+      return u32(hp.n_expert_used);
+    case HParamKey::EXPERT_FEED_FORWARD_LENGTH:
+      return u32(hp.n_ff_exp);
+    case HParamKey::EXPERT_SHARED_FEED_FORWARD_LENGTH:
+      return u32(hp.n_ff_shexp);
   }
   return std::nullopt;
 }
@@ -138,7 +153,7 @@ std::vector<SynthTensor> synth_tensor_list(const ModelPreset& preset, DType type
 void set_arch_metadata(GgufWriter& writer, const ModelPreset& preset) {
   const Architecture* arch = find_architecture(preset.hparams.arch);
   assert(arch != nullptr);
-  writer.set("general.architecture", GgufValue{std::string(arch->name)});
+  writer.set("general.architecture", GgufValue{std::string(file_architecture(*arch))});
   for (const KeySpec& spec : family_keys(*arch)) {
     std::optional<GgufValue> value = key_value(preset, spec.key);
     if (value) writer.set(key_name(*arch, spec.key), std::move(*value));

@@ -24,9 +24,10 @@ enum class SynthFill {
 struct SynthTensor {
   std::string name;
   DType type;
-  std::vector<int64_t> shape;  // shape[0] is the row length
+  std::vector<int64_t> shape;  // shape[0] is the row length; rows: the product of the others
   SynthFill fill;
   std::vector<float> values;  // the row when fill is VALUES; shape[0] elements
+  float stddev = 0.02f;       // of a NORMAL fill
 };
 
 // The tensors of `preset`'s family in file order: token_embd, the layers (blk.N.*), output_norm,

@@ -19,8 +19,6 @@
 namespace trellis {
 namespace {
 
-constexpr float kWeightStddev = 0.02f;
-
 // splitmix64: a tiny, well-mixed generator; one independent stream per (tensor, row).
 struct SplitMix64 {
   uint64_t state;
@@ -35,10 +33,10 @@ struct SplitMix64 {
 };
 
 // Box-Muller: two normals per pair of uniforms.
-void fill_normal(float* out, int64_t n, uint64_t stream_seed) {
+void fill_normal(float* out, int64_t n, float stddev, uint64_t stream_seed) {
   SplitMix64 rng{stream_seed};
   for (int64_t i = 0; i < n; i += 2) {
-    float radius = kWeightStddev * std::sqrt(-2.0f * std::log(rng.uniform()));
+    float radius = stddev * std::sqrt(-2.0f * std::log(rng.uniform()));
     float angle = 2.0f * std::numbers::pi_v<float> * rng.uniform();
     out[i] = radius * std::cos(angle);
     if (i + 1 < n) out[i + 1] = radius * std::sin(angle);
@@ -148,7 +146,7 @@ void encode_rows(const SynthTensor& t, size_t tensor_index, uint64_t seed, int64
     } else if (t.fill == SynthFill::VALUES) {
       std::copy(t.values.begin(), t.values.end(), scratch.begin());
     } else {
-      fill_normal(scratch.data(), cols, row_seed(seed, tensor_index, row));
+      fill_normal(scratch.data(), cols, t.stddev, row_seed(seed, tensor_index, row));
     }
     uint8_t* dst = out + static_cast<uint64_t>(row - row_begin) * stride;
     quantize_row(t.type, scratch.data(), dst, cols);
@@ -175,7 +173,7 @@ Status synthesize_model(const SynthOptions& options) {
   std::vector<SynthTensor> tensors = synth_tensor_list(preset, options.type);
   if (options.mix) {
     for (SynthTensor& t : tensors) {
-      if (t.shape.size() == 2) {
+      if (t.shape.size() >= 2 && t.type != DType::F32) {  // a router stays f32
         t.type = quant_mix_type(*options.mix, t.name, t.shape[0], preset.hparams.n_layer,
                                 preset.tied_output);
       }
@@ -201,7 +199,8 @@ Status synthesize_model(const SynthOptions& options) {
 
   for (size_t ti = 0; ti < tensors.size(); ++ti) {
     const SynthTensor& t = tensors[ti];
-    const int64_t n_rows = t.shape.size() > 1 ? t.shape[1] : 1;
+    int64_t n_rows = 1;
+    for (size_t d = 1; d < t.shape.size(); ++d) n_rows *= t.shape[d];
     const uint64_t stride = *row_bytes(t.type, t.shape[0]);
     const int64_t rows_per_chunk = std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / stride));
     for (int64_t begin = 0; begin < n_rows; begin += rows_per_chunk) {

@@ -30,10 +30,19 @@ TEST(PresetChatTemplates, EveryTemplateIsDetectedAsItsOwnFormat) {
 
 TEST(PresetChatTemplates, EachPresetHasItsRealModelsFormat) {
   const std::map<std::string, ChatTemplateKind> expected = {
-      {"tiny", ChatTemplateKind::ZEPHYR},           {"small", ChatTemplateKind::ZEPHYR},
-      {"tinyllama-1.1b", ChatTemplateKind::ZEPHYR}, {"llama-3.2-1b", ChatTemplateKind::LLAMA3},
-      {"qwen2.5-0.5b", ChatTemplateKind::CHATML},   {"qwen3-0.6b", ChatTemplateKind::QWEN3},
-      {"gemma-3-1b", ChatTemplateKind::GEMMA},      {"phi-3.5-mini", ChatTemplateKind::PHI3},
+      {"tiny", ChatTemplateKind::ZEPHYR},
+      {"small", ChatTemplateKind::ZEPHYR},
+      {"tinyllama-1.1b", ChatTemplateKind::ZEPHYR},
+      {"llama-3.2-1b", ChatTemplateKind::LLAMA3},
+      {"qwen2.5-0.5b", ChatTemplateKind::CHATML},
+      {"qwen3-0.6b", ChatTemplateKind::QWEN3},
+      {"gemma-3-1b", ChatTemplateKind::GEMMA},
+      {"phi-3.5-mini", ChatTemplateKind::PHI3},
+      {"tiny-wide", ChatTemplateKind::ZEPHYR},
+      {"qwen3-30b-a3b", ChatTemplateKind::QWEN3},
+      {"qwen1.5-moe-a2.7b", ChatTemplateKind::CHATML},
+      {"olmoe-1b-7b", ChatTemplateKind::CHATML},
+      {"mixtral-8x7b", ChatTemplateKind::MISTRAL},
   };
   for (const ModelPreset& preset : model_presets()) {
     auto it = expected.find(preset.name);
@@ -47,9 +56,11 @@ TEST(PresetChatTemplates, EachPresetHasItsRealModelsFormat) {
 
 TEST(PresetChatTemplates, ARecastPresetTakesItsNewFamilysFormat) {
   const std::map<std::string, ChatTemplateKind> expected = {
-      {"llama", ChatTemplateKind::ZEPHYR}, {"llama3", ChatTemplateKind::LLAMA3},
-      {"qwen2", ChatTemplateKind::CHATML}, {"qwen3", ChatTemplateKind::QWEN3},
-      {"gemma3", ChatTemplateKind::GEMMA}, {"phi3", ChatTemplateKind::PHI3},
+      {"llama", ChatTemplateKind::ZEPHYR},   {"llama3", ChatTemplateKind::LLAMA3},
+      {"qwen2", ChatTemplateKind::CHATML},   {"qwen3", ChatTemplateKind::QWEN3},
+      {"gemma3", ChatTemplateKind::GEMMA},   {"phi3", ChatTemplateKind::PHI3},
+      {"qwen3moe", ChatTemplateKind::QWEN3}, {"qwen2moe", ChatTemplateKind::CHATML},
+      {"olmoe", ChatTemplateKind::CHATML},   {"mixtral", ChatTemplateKind::MISTRAL},
   };
   for (std::string_view arch : synth_arch_names()) {
     Result<ModelPreset> recast = preset_for_arch(*find_model_preset("phi-3.5-mini"), arch);

@@ -125,7 +125,7 @@ TEST(SynthModel, VocabFromCopiesTheTokenizer) {
 
 TEST(SynthModel, RejectsUnsupportedTypeAndUnwritablePath) {
   SynthOptions options{*find_model_preset("tiny"),      DType::I32, 0,    "",
-                       testing::temp_dir() + "/x.gguf", 1,           false};
+                       testing::temp_dir() + "/x.gguf", 1,          false};
   EXPECT_FALSE(synthesize_model(options).ok());
   options.type = DType::Q4_0;
   options.output_path = "/nonexistent-dir/x.gguf";

@@ -1,0 +1,184 @@
+#include "model/moe_ffn.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/ops.h"
+
+namespace trellis {
+namespace {
+
+// Elements of the FFN activation per claim (as the dense FFN's).
+constexpr int64_t kMoeActivationGranule = 4096;
+// Rows per claim when combining the experts' outputs.
+constexpr int64_t kMoeRowGranule = 16;
+// The smallest sum the renormalization divides by (the smallest normal f16, as llama.cpp clamps).
+constexpr float kMinWeightSum = 6.103515625e-5f;
+
+// Expert a before expert b in a token's ranking: higher probability, then lower index.
+bool ranks_before(const float* probs, int32_t a, int32_t b) {
+  return probs[a] > probs[b] || (probs[a] == probs[b] && a < b);
+}
+
+// probs = softmax(scores), the sum accumulated in double and its inverse applied as one factor.
+void softmax(const float* scores, int64_t n, float* probs) {
+  const float max = *std::max_element(scores, scores + n);
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    probs[i] = std::exp(scores[i] - max);
+    sum += probs[i];
+  }
+  const auto inverse = static_cast<float>(1.0 / sum);
+  for (int64_t i = 0; i < n; ++i) probs[i] *= inverse;
+}
+
+// sigmoid(z) as z's SiLU divided by z (llama.cpp's formulation of the shared expert's gate).
+float shared_gate_value(const std::vector<float>& weights, const float* h) {
+  float z = 0;
+  for (size_t i = 0; i < weights.size(); ++i) z += weights[i] * h[i];
+  const float silu = z / (1.0f + std::exp(-z));
+  return silu / z;
+}
+
+// gate = silu(gate) * up over rows x n_ff values, on every thread (element by element, so any
+// split gives the same bits).
+void activate(float* gate, const float* up, int64_t n, ThreadPool& pool) {
+  pool.parallel_for(n, kMoeActivationGranule, [&](int64_t begin, int64_t end) {
+    silu_mul_row(gate + begin, up + begin, end - begin);
+  });
+}
+
+// Sorts the (row, slot) pairs of n_rows routed tokens by expert: slot_of lists them expert by
+// expert (rows in increasing order within one), position maps each back; `first` receives each
+// expert's first index into slot_of (n_expert + 1 entries).
+void group_by_expert(const int32_t* experts, int64_t n_rows, int64_t k, int64_t n_expert,
+                     int32_t* slot_of, int32_t* position, std::vector<int32_t>& first) {
+  first.assign(static_cast<size_t>(n_expert) + 1, 0);
+  for (int64_t s = 0; s < n_rows * k; ++s) ++first[static_cast<size_t>(experts[s]) + 1];
+  for (int64_t e = 0; e < n_expert; ++e) first[e + 1] += first[e];
+  std::vector<int32_t> next(first.begin(), first.end() - 1);
+  for (int64_t s = 0; s < n_rows * k; ++s) {
+    const int32_t p = next[static_cast<size_t>(experts[s])]++;
+    slot_of[p] = static_cast<int32_t>(s);
+    position[s] = p;
+  }
+}
+
+// The shared expert of every row into moe.shared_out, scaled by its gate.
+void shared_expert(const LayerWeights& layer, const ModelHParams& hp, const float* h,
+                   int32_t n_rows, MoeScratch& moe, ThreadPool& pool, MatmulScratch& scratch) {
+  const MatmulJob jobs[] = {{layer.w_gate_shexp, moe.gate.data()},
+                            {layer.w_up_shexp, moe.up.data()}};
+  matmul_many(jobs, h, n_rows, pool, scratch);
+  activate(moe.gate.data(), moe.up.data(), n_rows * hp.n_ff_shexp, pool);
+  matmul(layer.w_down_shexp, moe.gate.data(), n_rows, moe.shared_out.data(), pool, scratch);
+  const int64_t n_embd = hp.n_embd;
+  for (int32_t r = 0; r < n_rows; ++r) {
+    const float g = shared_gate_value(layer.shared_gate, h + r * n_embd);
+    float* row = moe.shared_out.data() + r * n_embd;
+    for (int64_t i = 0; i < n_embd; ++i) row[i] *= g;
+  }
+}
+
+}  // namespace
+
+void route_token(const float* scores, const ModelHParams& hp, float* probs, int32_t* experts,
+                 float* weights) {
+  const int64_t n = hp.n_expert;
+  const int64_t k = hp.n_expert_used;
+  softmax(scores, n, probs);
+  // Insertion into the best-k list, best first; k is small (2-8).
+  int64_t n_chosen = 0;
+  for (int32_t e = 0; e < n; ++e) {
+    if (n_chosen == k && !ranks_before(probs, e, experts[k - 1])) continue;
+    int64_t at = std::min(n_chosen, k - 1);
+    while (at > 0 && ranks_before(probs, e, experts[at - 1])) {
+      experts[at] = experts[at - 1];
+      --at;
+    }
+    experts[at] = e;
+    n_chosen = std::min(n_chosen + 1, k);
+  }
+  float sum = 0;
+  for (int64_t j = 0; j < k; ++j) {
+    weights[j] = probs[experts[j]];
+    sum += weights[j];
+  }
+  if (hp.expert_weights_norm) {  // the sum clamped as llama.cpp does
+    sum = std::max(sum, kMinWeightSum);
+    for (int64_t j = 0; j < k; ++j) weights[j] /= sum;
+  }
+}
+
+MoeScratch::MoeScratch(const ModelHParams& hp, int32_t max_rows) {
+  const auto rows = static_cast<size_t>(max_rows);
+  const auto k = static_cast<size_t>(hp.n_expert_used);
+  const auto n_embd = static_cast<size_t>(hp.n_embd);
+  const auto n_ff = static_cast<size_t>(std::max(hp.n_ff_exp, hp.n_ff_shexp));
+  scores.resize(rows * static_cast<size_t>(hp.n_expert));
+  experts.resize(rows * k);
+  weights.resize(rows * k);
+  slot_of.resize(rows * k);
+  position.resize(rows * k);
+  expert_in.resize(rows * n_embd);
+  gate.resize(rows * n_ff);
+  up.resize(rows * n_ff);
+  expert_out.resize(rows * k * n_embd);
+  if (hp.n_ff_shexp > 0) shared_out.resize(rows * n_embd);
+}
+
+void moe_ffn(const LayerWeights& layer, const Architecture& arch, const ModelHParams& hp,
+             const float* h, int32_t n_rows, float* out, MoeScratch& moe, ThreadPool& pool,
+             MatmulScratch& matmul_scratch) {
+  const int64_t n_embd = hp.n_embd;
+  const int64_t n_expert = hp.n_expert;
+  const int64_t k = hp.n_expert_used;
+  const int64_t n_ff = hp.n_ff_exp;
+  matmul(layer.router, h, n_rows, moe.scores.data(), pool, matmul_scratch);
+  for (int32_t r = 0; r < n_rows; ++r) {
+    float* scores = moe.scores.data() + r * n_expert;
+    // The probabilities overwrite the scores (route_token reads each score before writing it).
+    route_token(scores, hp, scores, moe.experts.data() + r * k, moe.weights.data() + r * k);
+  }
+  std::vector<int32_t> first;
+  group_by_expert(moe.experts.data(), n_rows, k, n_expert, moe.slot_of.data(), moe.position.data(),
+                  first);
+  for (int64_t e = 0; e < n_expert; ++e) {
+    const int32_t begin = first[static_cast<size_t>(e)];
+    const int32_t m = first[static_cast<size_t>(e) + 1] - begin;
+    if (m == 0) continue;  // an expert no token chose: its weights are not read
+    for (int32_t i = 0; i < m; ++i) {
+      const int32_t row = moe.slot_of[static_cast<size_t>(begin + i)] / static_cast<int32_t>(k);
+      std::memcpy(moe.expert_in.data() + i * n_embd, h + row * n_embd,
+                  static_cast<size_t>(n_embd) * sizeof(float));
+    }
+    const MatmulJob jobs[] = {{layer.gate_exps.experts[static_cast<size_t>(e)], moe.gate.data()},
+                              {layer.up_exps.experts[static_cast<size_t>(e)], moe.up.data()}};
+    matmul_many(jobs, moe.expert_in.data(), m, pool, matmul_scratch);
+    activate(moe.gate.data(), moe.up.data(), m * n_ff, pool);
+    matmul(layer.down_exps.experts[static_cast<size_t>(e)], moe.gate.data(), m,
+           moe.expert_out.data() + begin * n_embd, pool, matmul_scratch);
+  }
+  if (arch.shared_expert) shared_expert(layer, hp, h, n_rows, moe, pool, matmul_scratch);
+  // Each row's outputs in its own slot order: ((w0 y0 + w1 y1) + w2 y2) ..., each product
+  // rounded before it is added, then the shared expert.
+  pool.parallel_for(n_rows, kMoeRowGranule, [&](int64_t row_begin, int64_t row_end) {
+    for (int64_t r = row_begin; r < row_end; ++r) {
+      float* o = out + r * n_embd;
+      for (int64_t j = 0; j < k; ++j) {
+        const float w = moe.weights[static_cast<size_t>(r * k + j)];
+        const float* y =
+            moe.expert_out.data() + moe.position[static_cast<size_t>(r * k + j)] * n_embd;
+        if (j == 0) {
+          for (int64_t i = 0; i < n_embd; ++i) o[i] = y[i] * w;
+        } else {
+          for (int64_t i = 0; i < n_embd; ++i) o[i] += y[i] * w;
+        }
+      }
+      if (arch.shared_expert) add_row(o, moe.shared_out.data() + r * n_embd, n_embd);
+    }
+  });
+}
+
+}  // namespace trellis
