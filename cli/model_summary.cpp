@@ -104,7 +104,11 @@ ordered_json model_summary_json(const GgufFile& file) {
   // Whether the forward pass can run this file: every key and tensor its family needs is there.
   Result<std::unique_ptr<Model>> runnable = Model::load(file);
   j["runnable"] = runnable.ok();
-  if (!runnable.ok()) j["not_runnable_because"] = runnable.error().message;
+  if (runnable.ok()) {
+    j["family"] = (*runnable)->hparams().arch;  // mixtral for a llama file with experts
+  } else {
+    j["not_runnable_because"] = runnable.error().message;
+  }
   return j;
 }
 
@@ -141,7 +145,7 @@ std::string model_summary_text(const GgufFile& file) {
   line("parameters", str(j["parameters"]));
   line("tensor data", human_bytes(j["tensor_bytes"].get<uint64_t>()));
   line("runs", j["runnable"].get<bool>()
-                   ? "yes (" + j["architecture"].get<std::string>() + " forward pass)"
+                   ? "yes (" + j["family"].get<std::string>() + " forward pass)"
                    : "no: " + j["not_runnable_because"].get<std::string>());
   return out;
 }
