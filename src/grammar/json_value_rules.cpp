@@ -39,7 +39,7 @@ std::vector<JsonValueRule> json_value_rules(JsonWhitespace whitespace) {
       {"json-integer", "\"-\"? json-natural", {"json-natural"}},
       {"json-natural", "\"0\" | [1-9] [0-9]*", {}},
   };
-  if (flexible) rules.push_back({"ws", "[ \\t\\n]{0,20}", {}});
+  if (flexible) rules.push_back({"ws", "( \" \" | \"\\n\" \"\\n\"? [ \\t]{0,20} )?", {}});
   return rules;
 }
 

@@ -20,7 +20,8 @@ struct JsonValueRule {
 //   json-char     one character of a JSON string: any but `"`, `\` and controls, or an escape;
 //                 \u escapes of surrogates only as a high-low pair (what strict parsers accept)
 //   json-number   JSON's number syntax: no leading zeros, optional fraction and exponent
-//   ws            [ \t\n]{0,20}: bounded, so a sampler cannot emit whitespace forever
+//   ws            nothing, a space, or one or two newlines then up to 20 spaces or tabs (an
+//                 indent): bounded, so a sampler cannot emit whitespace forever
 std::vector<JsonValueRule> json_value_rules(JsonWhitespace whitespace);
 
 // " ws " in the FLEXIBLE style, " " in the COMPACT one: what goes between two structural tokens.

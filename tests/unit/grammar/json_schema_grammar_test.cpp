@@ -461,11 +461,13 @@ TEST(JsonSchemaGrammar, FlexibleWhitespaceIsBounded) {
   const Compiled compiled = compile_schema(kPersonSchema, JsonWhitespace::FLEXIBLE);
   expect_accepts(compiled, {R"({"name":"Al","age":30})", R"({ "name" : "Al" , "age" : 30 })",
                             "{\n  \"name\": \"Al\",\n  \"age\": 30,\n  \"tags\": [ \"x\" ]\n}",
-                            "{\t\"name\":\"Al\",\"age\":30,\"tags\":[]}",
+                            "{\n\n\t\"name\":\"Al\",\"age\":30,\"tags\":[]}",
                             R"({"name":"Al","age":1,"tags":[ ]})"});
+  // A space, or one or two newlines and an indent of at most 20: no more.
   expect_rejects(compiled, {" {\"name\":\"Al\",\"age\":30}",  // nothing before the value
-                            "{" + std::string(21, ' ') + "\"name\":\"Al\",\"age\":30}",
-                            R"({"name" :"A l" ,"age":3 0})"});
+                            "{\n" + std::string(21, ' ') + "\"name\":\"Al\",\"age\":30}",
+                            "{  \"name\":\"Al\",\"age\":30}", "{\t\"name\":\"Al\",\"age\":30}",
+                            "{\n\n\n\"name\":\"Al\",\"age\":30}", R"({"name" :"A l" ,"age":3 0})"});
   const Compiled compact = compile_schema(kPersonSchema);
   expect_rejects(compact, {R"({ "name":"Al","age":30})", R"({"name": "Al","age":30})"});
 }
