@@ -160,4 +160,112 @@ void matmul_many(KernelIsa isa, std::span<const MatmulJob> jobs, const float* x,
   });
 }
 
+void matmul_gathered(std::span<const GatheredMatmulJob> jobs, const float* x, int64_t n_x_rows,
+                     ThreadPool& pool, MatmulScratch& scratch) {
+  matmul_gathered(best_kernel_isa(), jobs, x, n_x_rows, pool, scratch);
+}
+
+namespace {
+
+// Jobs per round of the pool: their descriptions live on the stack.
+constexpr size_t kGatheredJobsPerRound = 64;
+
+}  // namespace
+
+void matmul_gathered(KernelIsa isa, std::span<const GatheredMatmulJob> jobs, const float* x,
+                     int64_t n_x_rows, ThreadPool& pool, MatmulScratch& scratch) {
+  assert(kernel_isa_supported(isa));
+  if (jobs.empty() || n_x_rows == 0) return;
+  const kd::KernelTable& table = kd::isa_table(isa);
+  const int64_t n_in = jobs[0].w.n_in;
+
+  // x once in each format some job needs; then each job's gathered rows after it, so that a
+  // job reads its tokens as one run, as matmul does.
+  size_t x_offset[kd::kActFormatCount] = {};
+  bool needed[kd::kActFormatCount] = {};
+  size_t bytes = 0;
+  for (const GatheredMatmulJob& job : jobs) {
+    assert(matmul_supports(job.w.type) && job.w.n_in == n_in);
+    const auto f = static_cast<size_t>(kd::act_format(job.w.type));
+    if (needed[f]) continue;
+    needed[f] = true;
+    x_offset[f] = bytes;
+    bytes += kd::act_row_bytes(static_cast<kd::ActFormat>(f), n_in) * static_cast<size_t>(n_x_rows);
+  }
+  const size_t gathered_begin = bytes;
+  for (const GatheredMatmulJob& job : jobs) {
+    if (job.rows != nullptr)
+      bytes +=
+          kd::act_row_bytes(kd::act_format(job.w.type), n_in) * static_cast<size_t>(job.n_tokens);
+  }
+  uint8_t* act = scratch.get(bytes);
+  for (size_t f = 0; f < kd::kActFormatCount; ++f) {
+    if (!needed[f]) continue;
+    const auto format = static_cast<kd::ActFormat>(f);
+    const size_t row_bytes_act = kd::act_row_bytes(format, n_in);
+    uint8_t* out = act + x_offset[f];
+    if (format == kd::ActFormat::F32) {
+      std::memcpy(out, x, row_bytes_act * static_cast<size_t>(n_x_rows));
+      continue;
+    }
+    const kd::ActQuantizer quantize = pick_quantizer(table, format);
+    pool.parallel_for(n_x_rows, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t)
+        quantize(x + t * n_in, out + static_cast<size_t>(t) * row_bytes_act, n_in);
+    });
+  }
+
+  size_t gathered = gathered_begin;
+  for (size_t round = 0; round < jobs.size(); round += kGatheredJobsPerRound) {
+    const size_t n_jobs = std::min(kGatheredJobsPerRound, jobs.size() - round);
+    kd::MatmulArgs args[kGatheredJobsPerRound];
+    kd::RowKernel kernels[kGatheredJobsPerRound];
+    int64_t first_row[kGatheredJobsPerRound + 1];
+    int64_t n_rows = 0;
+    for (size_t j = 0; j < n_jobs; ++j) {
+      const GatheredMatmulJob& job = jobs[round + j];
+      const kd::ActFormat format = kd::act_format(job.w.type);
+      const size_t row_bytes_act = kd::act_row_bytes(format, n_in);
+      const uint8_t* x_rows = act + x_offset[static_cast<size_t>(format)];
+      const uint8_t* job_act = x_rows + static_cast<size_t>(job.row_begin) * row_bytes_act;
+      if (job.rows != nullptr) {
+        uint8_t* dst = act + gathered;
+        for (int64_t t = 0; t < job.n_tokens; ++t) {
+          std::memcpy(dst + static_cast<size_t>(t) * row_bytes_act,
+                      x_rows + static_cast<size_t>(job.rows[t]) * row_bytes_act, row_bytes_act);
+        }
+        job_act = dst;
+        gathered += row_bytes_act * static_cast<size_t>(job.n_tokens);
+      }
+      kd::MatmulArgs& a = args[j];
+      a = kd::MatmulArgs{};
+      a.type = job.w.type;
+      a.w = static_cast<const uint8_t*>(job.w.data);
+      a.w_row_bytes = static_cast<size_t>(row_bytes(job.w.type, n_in).value());
+      a.n_in = n_in;
+      a.act = job_act;
+      a.act_row_bytes = row_bytes_act;
+      a.n_tokens = job.n_tokens;
+      a.out = job.out;
+      a.n_out = job.n_tokens > 0 ? job.w.n_out : 0;  // a job without tokens has no rows to do
+      kernels[j] = pick_kernel(table, job.w);
+      first_row[j] = n_rows;
+      n_rows += round_up_to_granule(a.n_out);
+    }
+    first_row[n_jobs] = n_rows;
+    if (n_rows == 0) continue;
+    pool.parallel_for(n_rows, kRowGranule, [&](int64_t begin, int64_t end) {
+      // The first job whose rows reach past `begin`, then on while they start before `end`.
+      size_t j =
+          static_cast<size_t>(std::upper_bound(first_row, first_row + n_jobs, begin) - first_row) -
+          1;
+      for (; j < n_jobs && first_row[j] < end; ++j) {
+        const int64_t row_begin = std::max(begin, first_row[j]) - first_row[j];
+        const int64_t row_end = std::min(end - first_row[j], args[j].n_out);
+        if (row_begin < row_end) kernels[j](args[j], row_begin, row_end);
+      }
+    });
+  }
+}
+
 }  // namespace trellis

@@ -65,4 +65,23 @@ void matmul_many(std::span<const MatmulJob> jobs, const float* x, int64_t n_toke
 void matmul_many(KernelIsa isa, std::span<const MatmulJob> jobs, const float* x, int64_t n_tokens,
                  ThreadPool& pool, MatmulScratch& scratch);
 
+// Products of many matrices, each with some rows of one activation matrix x (n_x_rows rows of
+// n_in values): a mixture of experts' step, each expert with the tokens that chose it. x is
+// quantized once per activation format, each job's rows are gathered from it (or taken as one
+// run of consecutive rows), and the rows of all the matrices are shared out among the threads in
+// one go. The results are those of one matmul per job on its rows of x (batch invariance holds:
+// a row's result depends only on that row). Preconditions: as matmul's for each job; every w has
+// the same n_in; a job's rows are within [0, n_x_rows).
+struct GatheredMatmulJob {
+  WeightView w;
+  const int32_t* rows = nullptr;  // the n_tokens rows of x it takes; null: a run from row_begin
+  int64_t row_begin = 0;
+  int64_t n_tokens = 0;
+  float* out = nullptr;  // n_tokens * w.n_out floats
+};
+void matmul_gathered(std::span<const GatheredMatmulJob> jobs, const float* x, int64_t n_x_rows,
+                     ThreadPool& pool, MatmulScratch& scratch);
+void matmul_gathered(KernelIsa isa, std::span<const GatheredMatmulJob> jobs, const float* x,
+                     int64_t n_x_rows, ThreadPool& pool, MatmulScratch& scratch);
+
 }  // namespace trellis

@@ -50,18 +50,19 @@ void activate(float* gate, const float* up, int64_t n, ThreadPool& pool) {
 }
 
 // Sorts the (row, slot) pairs of n_rows routed tokens by expert: slot_of lists them expert by
-// expert (rows in increasing order within one), position maps each back; `first` receives each
-// expert's first index into slot_of (n_expert + 1 entries).
-void group_by_expert(const int32_t* experts, int64_t n_rows, int64_t k, int64_t n_expert,
-                     int32_t* slot_of, int32_t* position, std::vector<int32_t>& first) {
-  first.assign(static_cast<size_t>(n_expert) + 1, 0);
-  for (int64_t s = 0; s < n_rows * k; ++s) ++first[static_cast<size_t>(experts[s]) + 1];
-  for (int64_t e = 0; e < n_expert; ++e) first[e + 1] += first[e];
-  std::vector<int32_t> next(first.begin(), first.end() - 1);
+// expert (rows in increasing order within one), token_of their rows, position maps each back;
+// first receives each expert's first index into slot_of (n_expert + 1 entries).
+void group_by_expert(int64_t n_rows, int64_t k, int64_t n_expert, MoeScratch& moe) {
+  const int32_t* experts = moe.experts.data();
+  std::fill(moe.first.begin(), moe.first.end(), 0);
+  for (int64_t s = 0; s < n_rows * k; ++s) ++moe.first[static_cast<size_t>(experts[s]) + 1];
+  for (int64_t e = 0; e < n_expert; ++e) moe.first[e + 1] += moe.first[e];
+  std::copy(moe.first.begin(), moe.first.end() - 1, moe.next.begin());
   for (int64_t s = 0; s < n_rows * k; ++s) {
-    const int32_t p = next[static_cast<size_t>(experts[s])]++;
-    slot_of[p] = static_cast<int32_t>(s);
-    position[s] = p;
+    const int32_t p = moe.next[static_cast<size_t>(experts[s])]++;
+    moe.slot_of[p] = static_cast<int32_t>(s);
+    moe.token_of[p] = static_cast<int32_t>(s / k);
+    moe.position[s] = p;
   }
 }
 
@@ -115,15 +116,19 @@ MoeScratch::MoeScratch(const ModelHParams& hp, int32_t max_rows) {
   const auto rows = static_cast<size_t>(max_rows);
   const auto k = static_cast<size_t>(hp.n_expert_used);
   const auto n_embd = static_cast<size_t>(hp.n_embd);
-  const auto n_ff = static_cast<size_t>(std::max(hp.n_ff_exp, hp.n_ff_shexp));
   scores.resize(rows * static_cast<size_t>(hp.n_expert));
   experts.resize(rows * k);
   weights.resize(rows * k);
   slot_of.resize(rows * k);
+  token_of.resize(rows * k);
   position.resize(rows * k);
-  expert_in.resize(rows * n_embd);
-  gate.resize(rows * n_ff);
-  up.resize(rows * n_ff);
+  first.resize(static_cast<size_t>(hp.n_expert) + 1);
+  next.resize(static_cast<size_t>(hp.n_expert));
+  jobs.reserve(2 * static_cast<size_t>(hp.n_expert));
+  const size_t n_act = std::max(rows * k * static_cast<size_t>(hp.n_ff_exp),
+                                rows * static_cast<size_t>(hp.n_ff_shexp));
+  gate.resize(n_act);
+  up.resize(n_act);
   expert_out.resize(rows * k * n_embd);
   if (hp.n_ff_shexp > 0) shared_out.resize(rows * n_embd);
 }
@@ -141,25 +146,31 @@ void moe_ffn(const LayerWeights& layer, const Architecture& arch, const ModelHPa
     // The probabilities overwrite the scores (route_token reads each score before writing it).
     route_token(scores, hp, scores, moe.experts.data() + r * k, moe.weights.data() + r * k);
   }
-  std::vector<int32_t> first;
-  group_by_expert(moe.experts.data(), n_rows, k, n_expert, moe.slot_of.data(), moe.position.data(),
-                  first);
+  group_by_expert(n_rows, k, n_expert, moe);
+  // Gate and up of every chosen expert on its tokens' rows of h, in one round ...
+  moe.jobs.clear();
   for (int64_t e = 0; e < n_expert; ++e) {
-    const int32_t begin = first[static_cast<size_t>(e)];
-    const int32_t m = first[static_cast<size_t>(e) + 1] - begin;
+    const int32_t begin = moe.first[static_cast<size_t>(e)];
+    const int32_t m = moe.first[static_cast<size_t>(e) + 1] - begin;
     if (m == 0) continue;  // an expert no token chose: its weights are not read
-    for (int32_t i = 0; i < m; ++i) {
-      const int32_t row = moe.slot_of[static_cast<size_t>(begin + i)] / static_cast<int32_t>(k);
-      std::memcpy(moe.expert_in.data() + i * n_embd, h + row * n_embd,
-                  static_cast<size_t>(n_embd) * sizeof(float));
-    }
-    const MatmulJob jobs[] = {{layer.gate_exps.experts[static_cast<size_t>(e)], moe.gate.data()},
-                              {layer.up_exps.experts[static_cast<size_t>(e)], moe.up.data()}};
-    matmul_many(jobs, moe.expert_in.data(), m, pool, matmul_scratch);
-    activate(moe.gate.data(), moe.up.data(), m * n_ff, pool);
-    matmul(layer.down_exps.experts[static_cast<size_t>(e)], moe.gate.data(), m,
-           moe.expert_out.data() + begin * n_embd, pool, matmul_scratch);
+    const int32_t* rows = moe.token_of.data() + begin;
+    moe.jobs.push_back({layer.gate_exps.experts[static_cast<size_t>(e)], rows, 0, m,
+                        moe.gate.data() + begin * n_ff});
+    moe.jobs.push_back(
+        {layer.up_exps.experts[static_cast<size_t>(e)], rows, 0, m, moe.up.data() + begin * n_ff});
   }
+  matmul_gathered(moe.jobs, h, n_rows, pool, matmul_scratch);
+  activate(moe.gate.data(), moe.up.data(), n_rows * k * n_ff, pool);
+  // ... then down, each expert on its run of activated rows.
+  moe.jobs.clear();
+  for (int64_t e = 0; e < n_expert; ++e) {
+    const int32_t begin = moe.first[static_cast<size_t>(e)];
+    const int32_t m = moe.first[static_cast<size_t>(e) + 1] - begin;
+    if (m == 0) continue;
+    moe.jobs.push_back({layer.down_exps.experts[static_cast<size_t>(e)], nullptr, begin, m,
+                        moe.expert_out.data() + begin * n_embd});
+  }
+  matmul_gathered(moe.jobs, moe.gate.data(), n_rows * k, pool, matmul_scratch);
   if (arch.shared_expert) shared_expert(layer, hp, h, n_rows, moe, pool, matmul_scratch);
   // Each row's outputs in its own slot order: ((w0 y0 + w1 y1) + w2 y2) ..., each product
   // rounded before it is added, then the shared expert.

@@ -9,7 +9,8 @@
 //       [+ sigmoid(s . h) * down_s(silu(gate_s . h) * (up_s . h))]
 //
 // Expert-grouped: a step routes all its tokens first, then runs each chosen expert once on all
-// the rows that chose it (so an expert's weights are read once per step), and combines each
+// the rows that chose it (so an expert's weights are read once per step; the experts' products
+// share one round of the thread pool, kernels/matmul.h matmul_gathered), and combines each
 // token's k outputs in its own slot order. A row's result never depends on the other rows:
 // matmul is batch-invariant and the combination follows the token's slots, not the grouping.
 #pragma once
@@ -47,10 +48,14 @@ class MoeScratch {
   std::vector<float> scores;      // [rows][n_expert] router scores, then probabilities
   std::vector<int32_t> experts;   // [rows][k] chosen experts
   std::vector<float> weights;     // [rows][k] their weights
-  std::vector<int32_t> slot_of;   // [rows * k]: row * k + j, sorted by expert
+  std::vector<int32_t> slot_of;   // [rows * k]: row * k + j, sorted by expert ("expert order")
+  std::vector<int32_t> token_of;  // [rows * k]: the row of each slot, in expert order
   std::vector<int32_t> position;  // [rows * k]: where slot (row, j) is in the expert order
-  std::vector<float> expert_in;   // [rows][n_embd] the rows of one expert, gathered
-  std::vector<float> gate, up;    // [rows][max(n_ff_exp, n_ff_shexp)]
+  std::vector<int32_t> first;     // [n_expert + 1]: each expert's first slot in expert order
+  std::vector<int32_t> next;      // [n_expert]: scratch of the grouping
+  std::vector<GatheredMatmulJob> jobs;  // the experts' products of one step
+  // [rows * k][n_ff_exp] in expert order, or the shared expert's [rows][n_ff_shexp]
+  std::vector<float> gate, up;
   std::vector<float> expert_out;  // [rows * k][n_embd] in expert order
   std::vector<float> shared_out;  // [rows][n_embd] the shared expert's output
 };
