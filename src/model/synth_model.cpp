@@ -78,6 +78,8 @@ uint32_t file_type_code(DType type) {
       return 18;
     case DType::BF16:
       return 32;
+    case DType::MXFP4:
+      return 38;  // MOSTLY_MXFP4_MOE
     default:
       return 0;
   }

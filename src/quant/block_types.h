@@ -31,8 +31,14 @@
 //         nibble for k < 2 and the high nibble for k >= 2; high 2 bits: (qh[32h + l] >> 2k) & 3.
 //         scales[i / 16] is a signed 8-bit scale of each run of 16.
 //                                                     x = (d * scales[i / 16]) * (q - 32)
+//   mxfp4 (OCP microscaling FP4, gpt-oss's experts): 32 values in 17 bytes, one E8M0 exponent e
+//         then 16 bytes of 4-bit E2M1 codes, q = i < 16 ? qs[i] & 0xf : qs[i - 16] >> 4;
+//         x = kMxfp4Values[q] * 2^(e - 128) (the values doubled, so the scale is halved; e = 255
+//         is a number like any other). The one block that is 1-aligned with an odd size:
+//         read it through memcpy.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -116,6 +122,23 @@ struct block_q6_K {
   uint16_t d;                // f16 super-block scale
 };
 
+struct block_mxfp4 {
+  uint8_t e;            // E8M0 exponent
+  uint8_t qs[kQk / 2];  // E2M1 codes, packed as q4_0
+};
+
+// The E2M1 values doubled (so that they are integers): 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their
+// negatives (bit 3 the sign), times 2.
+inline constexpr int8_t kMxfp4Values[16] = {0, 1,  2,  3,  4,  6,  8,  12,
+                                            0, -1, -2, -3, -4, -6, -8, -12};
+
+// The scale of an mxfp4 block, 2^(e - 128), built from its bits (e < 2: the subnormals).
+inline float mxfp4_scale(uint8_t e) {
+  const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
+  return std::bit_cast<float>(bits);
+}
+
+static_assert(sizeof(block_mxfp4) == 17);
 static_assert(sizeof(block_q4_0) == 18 && alignof(block_q4_0) == 2);
 static_assert(sizeof(block_q4_1) == 20 && alignof(block_q4_1) == 2);
 static_assert(sizeof(block_q5_0) == 22 && alignof(block_q5_0) == 2);

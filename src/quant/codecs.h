@@ -24,6 +24,10 @@ void dequantize_q4_k(const void* src, float* dst, int64_t n_blocks);
 void dequantize_q5_k(const void* src, float* dst, int64_t n_blocks);
 void dequantize_q6_k(const void* src, float* dst, int64_t n_blocks);
 
+// mxfp4.cpp: gpt-oss's expert format, and its scale (also read by the matmul kernels).
+void dequantize_mxfp4(const void* src, float* dst, int64_t n_blocks);
+void quantize_mxfp4(const float* src, void* dst, int64_t n_blocks);
+
 // quantize.cpp (the float types and the 32-element types, with the reference's rounding).
 void quantize_f32(const float* src, void* dst, int64_t n_blocks);
 void quantize_f16(const float* src, void* dst, int64_t n_blocks);

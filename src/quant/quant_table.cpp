@@ -37,6 +37,9 @@ constexpr QuantTraits kRows[] = {
     {DType::Q4_K, sizeof(block_q4_K), dequantize_q4_k, quantize_q4_k, 2.0 / 15},
     {DType::Q5_K, sizeof(block_q5_K), dequantize_q5_k, quantize_q5_k, 2.0 / 31},
     {DType::Q6_K, sizeof(block_q6_K), dequantize_q6_k, quantize_q6_k, 1.0 / 32},
+    // mxfp4: amax is in [8, 16) doubled units and the top codes are 8 and 12, so a value near
+    // amax may be off by 4 units (a quarter of amax), as may one between 8 and 12.
+    {DType::MXFP4, sizeof(block_mxfp4), dequantize_mxfp4, quantize_mxfp4, 1.0 / 4},
 };
 constexpr auto kQuantTable = table_by_type(kRows);
 

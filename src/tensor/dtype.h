@@ -42,10 +42,11 @@ enum class DType : uint32_t {
   I64 = 27,
   F64 = 28,
   BF16 = 30,
+  MXFP4 = 39,
 };
 
 // One past the largest id above: the size of every per-type table.
-inline constexpr size_t kDTypeIdEnd = 31;
+inline constexpr size_t kDTypeIdEnd = 40;
 
 constexpr size_t dtype_index(DType type) {
   return static_cast<size_t>(type);
@@ -93,6 +94,7 @@ inline constexpr std::array<DTypeInfo, kDTypeIdEnd> kDTypeTable = table_by_type<
     {DType::I8, "i8", 1, 1},         {DType::I16, "i16", 1, 2},
     {DType::I32, "i32", 1, 4},       {DType::I64, "i64", 1, 8},
     {DType::F64, "f64", 1, 8},       {DType::BF16, "bf16", 1, 2},
+    {DType::MXFP4, "mxfp4", 32, 17},
 });
 
 // Info for a raw GGUF type id, or nullopt if the id is unknown to us.

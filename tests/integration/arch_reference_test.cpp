@@ -73,6 +73,7 @@ const ArchCase kCases[] = {
     {"phi3-longrope256-f32.gguf", 1e-4f, 1e-2f, 90, 256},
     {"qwen3moe-tiny-f32.gguf", 1e-4f, 1e-2f, 90, 0, "qwen3moe", "f32"},
     {"qwen3moe-tiny-q4_k_m.gguf", 0.25f, 0.25f, 60, 0, "qwen3moe", "q4_k_m"},
+    {"qwen3moe-tiny-mxfp4.gguf", 0.25f, 0.25f, 60, 0, "qwen3moe", "mxfp4"},
     {"qwen2moe-tiny-f32.gguf", 1e-4f, 1e-2f, 90, 0, "qwen2moe", "f32"},
     {"qwen2moe-tiny-q4_k_m.gguf", 0.25f, 0.25f, 60, 0, "qwen2moe", "q4_k_m"},
     {"olmoe-tiny-f32.gguf", 1e-4f, 1e-2f, 90, 0, "olmoe", "f32"},
@@ -103,7 +104,7 @@ SynthOptions synth_options(const ArchCase& c, const std::string& path) {
   EXPECT_TRUE(preset.ok()) << preset.error().message;
   options.preset = *preset;
   options.mix = parse_quant_mix(c.type);
-  if (options.mix) options.type = quant_mix_base(*options.mix);
+  options.type = options.mix ? quant_mix_base(*options.mix) : dtype_from_name(c.type).value();
   return options;
 }
 

@@ -142,6 +142,21 @@ struct DecodeQ8_0 {
   }
 };
 
+struct DecodeMxfp4 {
+  static constexpr bool kHasMin = false;
+  static constexpr size_t kBytes = sizeof(block_mxfp4);
+  static Block32 decode(const uint8_t* p) {
+    const auto b = load<block_mxfp4>(p);
+    Block32 out{};
+    for (int l = 0; l < 16; ++l) {
+      out.q[l] = kMxfp4Values[b.qs[l] & 0x0f];
+      out.q[l + 16] = kMxfp4Values[b.qs[l] >> 4];
+    }
+    out.d = mxfp4_scale(b.e);
+    return out;
+  }
+};
+
 template <class Decode>
 float dot_q32(const uint8_t* w, const uint8_t* x, int64_t n_in) {
   float a[8] = {};
@@ -315,6 +330,7 @@ constexpr ReferenceRow kReferenceRows[] = {
     {DType::Q4_K, ActFormat::Q8_K, rows<dot_k<block_q4_K, sums_q45_k<block_q4_K>>>},
     {DType::Q5_K, ActFormat::Q8_K, rows<dot_k<block_q5_K, sums_q45_k<block_q5_K>>>},
     {DType::Q6_K, ActFormat::Q8_K, rows<dot_k<block_q6_K, sums_q6_k>>},
+    {DType::MXFP4, ActFormat::Q8_0, rows<dot_q32<DecodeMxfp4>>},
 };
 constexpr auto kReference = table_by_type(kReferenceRows);
 

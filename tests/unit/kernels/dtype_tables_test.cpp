@@ -40,7 +40,7 @@ TEST(DTypeTables, QuantAndMatmulCoverTheSameTypes) {
     EXPECT_EQ(kd::act_format_info(kd::act_format(type)).block_elems, dtype_info(type).block_elems)
         << name;
   }
-  EXPECT_EQ(n_supported, 13);
+  EXPECT_EQ(n_supported, 14);
 }
 
 // Each variant this build has (whether or not this CPU runs it) resolves every supported type to
@@ -87,7 +87,7 @@ TEST(DTypeTables, VariantsKeepTheirOwnKernels) {
     return names;
   };
   EXPECT_EQ(own_types(KernelIsa::SCALAR),
-            "f32 f16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K bf16");
+            "f32 f16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K bf16 mxfp4");
 #if defined(__x86_64__)
   EXPECT_EQ(own_types(KernelIsa::AVX2), "f32 f16 q4_0 q4_1 q5_0 q5_1 q8_0 q4_K q5_K q6_K bf16");
   EXPECT_EQ(own_types(KernelIsa::AVX512), "f32 f16 q4_0 q4_1 q5_0 q5_1 q8_0 q4_K q5_K q6_K bf16");

@@ -25,7 +25,7 @@ namespace kd = kernels_detail;
 
 const DType kAllTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
                            DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
-                           DType::Q4_K, DType::Q5_K, DType::Q6_K};
+                           DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4};
 
 std::vector<KernelIsa> supported_isas() {
   std::vector<KernelIsa> isas;
@@ -86,6 +86,8 @@ std::vector<uint8_t> random_weights(DType type, int64_t n_out, int64_t n_in, std
   const size_t block_bytes = static_cast<size_t>(dtype_info(type).block_bytes);
   std::uniform_real_distribution<float> scale(0.002f, 0.05f);
   for (size_t b = 0; b < bytes.size() / block_bytes; ++b) {
+    // mxfp4's E8M0 exponent: scales 2^-9 .. 2^-2, of the f16 scales' order.
+    if (type == DType::MXFP4) bytes[b * block_bytes] = static_cast<uint8_t>(119 + byte(rng) % 8);
     for (int offset : f16_field_offsets(type)) {
       const float s = scale(rng) * (byte(rng) < 64 ? -1.0f : 1.0f);
       const uint16_t h = f32_to_f16(s);

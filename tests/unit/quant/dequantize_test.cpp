@@ -174,6 +174,33 @@ TEST(QuantDequantize, Q8_0) {
   }
 }
 
+// mxfp4: E2M1 values 0, ±0.5, ±1, ±1.5, ±2, ±3, ±4, ±6 (code bit 3 the sign) times 2^(e - 127).
+TEST(QuantDequantize, Mxfp4) {
+  constexpr float kE2M1[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  auto e2m1 = [&](int code) { return (code & 8 ? -1.0f : 1.0f) * kE2M1[code & 7]; };
+  ByteWriter w;
+  // Block 0: e = 130 (x 8); element l < 16 has code l, element l + 16 code 15 - l.
+  w.u8(130);
+  w.repeat(16, [](int l) { return l | (15 - l) << 4; });
+  // Block 1: e = 0, the smallest scale (2^-127, a subnormal); block 2: e = 255 (2^128: a number,
+  // not NaN), both all code 1 (0.5) in the low nibbles and 9 (-0.5) in the high ones.
+  for (int e : {0, 255}) {
+    w.u8(static_cast<uint8_t>(e));
+    w.repeat(16, [](int) { return 0x91; });
+  }
+  const auto out = dequantize(DType::MXFP4, w, 96);
+  for (int l = 0; l < 16; ++l) {
+    EXPECT_EQ(out[l], e2m1(l) * 8.0f) << l;
+    EXPECT_EQ(out[l + 16], e2m1(15 - l) * 8.0f) << l;
+  }
+  for (int l = 0; l < 16; ++l) {
+    EXPECT_EQ(out[32 + l], std::ldexp(0.5f, -127)) << l;
+    EXPECT_EQ(out[48 + l], -std::ldexp(0.5f, -127)) << l;
+    EXPECT_EQ(out[64 + l], std::ldexp(0.5f, 128)) << l;
+    EXPECT_EQ(out[80 + l], -std::ldexp(0.5f, 128)) << l;
+  }
+}
+
 // The 12 scale bytes of the K-format tests and what they unpack to (see quant_blocks_test).
 constexpr uint8_t kScaleBytes[12] = {0xc1, 0x02, 0x43, 0x3f, 0x45, 0x80,
                                      0x3f, 0x09, 0x51, 0xa1, 0xf0, 0x7e};

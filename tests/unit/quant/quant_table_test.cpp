@@ -76,7 +76,7 @@ TEST(QuantTable, EveryRowRoundTripsWithinItsStatedBound) {
     }
   }
   // The types every model file so far uses; a row dropped from the table fails here.
-  EXPECT_EQ(n_rows, 13);
+  EXPECT_EQ(n_rows, 14);
 }
 
 // The bound is not vacuous: each lossy row comes within a factor 4 of it somewhere (so a bound
@@ -127,7 +127,7 @@ TEST(QuantTable, TypesWithoutARowAreRefusedByName) {
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.error().message,
             "model synth: tensor type q8_1 cannot be quantized or dequantized (supported: f32, "
-            "f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K)");
+            "f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, mxfp4)");
 }
 
 }  // namespace
