@@ -86,6 +86,47 @@ kd::ActQuantizer pick_quantizer(const kd::KernelTable& table, kd::ActFormat form
   return quantize != nullptr ? quantize : kd::table_quantizer(kd::scalar_kernels(), format);
 }
 
+// Where x, quantized in each format some job's weights need (F32 is read as x itself), lies in
+// the scratch: n_rows rows per format, one format after the other.
+struct ActivationPlan {
+  size_t offset[kd::kActFormatCount] = {};
+  bool needed[kd::kActFormatCount] = {};
+  size_t bytes = 0;
+};
+
+template <class Job>
+ActivationPlan plan_activations(std::span<const Job> jobs, int64_t n_in, int64_t n_rows) {
+  ActivationPlan plan;
+  for (const Job& job : jobs) {
+    assert(matmul_supports(job.w.type));
+    assert(job.w.n_in == n_in && job.w.n_out >= 0);
+    const kd::ActFormat format = kd::act_format(job.w.type);
+    const auto f = static_cast<size_t>(format);
+    if (format == kd::ActFormat::F32 || plan.needed[f]) continue;
+    plan.needed[f] = true;
+    plan.offset[f] = plan.bytes;
+    plan.bytes += kd::act_row_bytes(format, n_in) * static_cast<size_t>(n_rows);
+  }
+  return plan;
+}
+
+// Quantizes the n_rows rows of x into `act` as the plan lays them out, each row in parallel
+// (rows are independent).
+void quantize_activations(const kd::KernelTable& table, const ActivationPlan& plan, const float* x,
+                          int64_t n_in, int64_t n_rows, uint8_t* act, ThreadPool& pool) {
+  for (size_t f = 0; f < kd::kActFormatCount; ++f) {
+    if (!plan.needed[f]) continue;
+    const auto format = static_cast<kd::ActFormat>(f);
+    const kd::ActQuantizer quantize = pick_quantizer(table, format);
+    const size_t row_bytes_act = kd::act_row_bytes(format, n_in);
+    uint8_t* out = act + plan.offset[f];
+    pool.parallel_for(n_rows, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t)
+        quantize(x + t * n_in, out + static_cast<size_t>(t) * row_bytes_act, n_in);
+    });
+  }
+}
+
 }  // namespace
 
 void matmul_many(KernelIsa isa, std::span<const MatmulJob> jobs, const float* x, int64_t n_tokens,
@@ -97,33 +138,10 @@ void matmul_many(KernelIsa isa, std::span<const MatmulJob> jobs, const float* x,
   const kd::KernelTable& table = kd::isa_table(isa);
   const int64_t n_in = jobs[0].w.n_in;
 
-  // The activations in each format some job needs, quantized once into the scratch (one format
-  // after the other), each token row in parallel (rows are independent).
-  size_t act_offset[kd::kActFormatCount] = {};
-  bool needed[kd::kActFormatCount] = {};
-  size_t act_bytes = 0;
-  for (const MatmulJob& job : jobs) {
-    assert(matmul_supports(job.w.type));
-    assert(job.w.n_in == n_in && job.w.n_out >= 0);
-    const kd::ActFormat format = kd::act_format(job.w.type);
-    const auto f = static_cast<int>(format);
-    if (format == kd::ActFormat::F32 || needed[f]) continue;
-    needed[f] = true;
-    act_offset[f] = act_bytes;
-    act_bytes += kd::act_row_bytes(format, n_in) * static_cast<size_t>(n_tokens);
-  }
-  uint8_t* act = act_bytes > 0 ? scratch.get(act_bytes) : nullptr;
-  for (size_t f = 0; f < kd::kActFormatCount; ++f) {
-    if (!needed[f]) continue;
-    const auto format = static_cast<kd::ActFormat>(f);
-    const kd::ActQuantizer quantize = pick_quantizer(table, format);
-    const size_t row_bytes_act = kd::act_row_bytes(format, n_in);
-    uint8_t* out = act + act_offset[f];
-    pool.parallel_for(n_tokens, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t)
-        quantize(x + t * n_in, out + static_cast<size_t>(t) * row_bytes_act, n_in);
-    });
-  }
+  // The activations in each format some job needs, quantized once into the scratch.
+  const ActivationPlan plan = plan_activations(jobs, n_in, n_tokens);
+  uint8_t* act = plan.bytes > 0 ? scratch.get(plan.bytes) : nullptr;
+  quantize_activations(table, plan, x, n_in, n_tokens, act, pool);
 
   // The jobs' rows, one after the other, each starting on a granule (so that a thread's range
   // starts on a tile of its matrix): job j owns [first_row[j], first_row[j] + n_out).
@@ -145,7 +163,7 @@ void matmul_many(KernelIsa isa, std::span<const MatmulJob> jobs, const float* x,
     const kd::ActFormat format = kd::act_format(w.type);
     a.act_row_bytes = kd::act_row_bytes(format, n_in);
     a.act = format == kd::ActFormat::F32 ? reinterpret_cast<const uint8_t*>(x)
-                                         : act + act_offset[static_cast<int>(format)];
+                                         : act + plan.offset[static_cast<size_t>(format)];
     kernels[j] = pick_kernel(table, w);
     first_row[j] = n_rows;
     n_rows += round_up_to_granule(w.n_out);
@@ -179,41 +197,19 @@ void matmul_gathered(KernelIsa isa, std::span<const GatheredMatmulJob> jobs, con
   const kd::KernelTable& table = kd::isa_table(isa);
   const int64_t n_in = jobs[0].w.n_in;
 
-  // x once in each format some job needs; then each job's gathered rows after it, so that a
-  // job reads its tokens as one run, as matmul does.
-  size_t x_offset[kd::kActFormatCount] = {};
-  bool needed[kd::kActFormatCount] = {};
-  size_t bytes = 0;
-  for (const GatheredMatmulJob& job : jobs) {
-    assert(matmul_supports(job.w.type) && job.w.n_in == n_in);
-    const auto f = static_cast<size_t>(kd::act_format(job.w.type));
-    if (needed[f]) continue;
-    needed[f] = true;
-    x_offset[f] = bytes;
-    bytes += kd::act_row_bytes(static_cast<kd::ActFormat>(f), n_in) * static_cast<size_t>(n_x_rows);
-  }
+  // x once in each format some job needs (F32: x itself); then each job's gathered rows after
+  // it, so that a job reads its tokens as one run, as matmul does.
+  const ActivationPlan plan = plan_activations(jobs, n_in, n_x_rows);
+  size_t bytes = plan.bytes;
   const size_t gathered_begin = bytes;
   for (const GatheredMatmulJob& job : jobs) {
-    if (job.rows != nullptr)
+    if (job.rows != nullptr) {
       bytes +=
           kd::act_row_bytes(kd::act_format(job.w.type), n_in) * static_cast<size_t>(job.n_tokens);
-  }
-  uint8_t* act = scratch.get(bytes);
-  for (size_t f = 0; f < kd::kActFormatCount; ++f) {
-    if (!needed[f]) continue;
-    const auto format = static_cast<kd::ActFormat>(f);
-    const size_t row_bytes_act = kd::act_row_bytes(format, n_in);
-    uint8_t* out = act + x_offset[f];
-    if (format == kd::ActFormat::F32) {
-      std::memcpy(out, x, row_bytes_act * static_cast<size_t>(n_x_rows));
-      continue;
     }
-    const kd::ActQuantizer quantize = pick_quantizer(table, format);
-    pool.parallel_for(n_x_rows, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t)
-        quantize(x + t * n_in, out + static_cast<size_t>(t) * row_bytes_act, n_in);
-    });
   }
+  uint8_t* act = bytes > 0 ? scratch.get(bytes) : nullptr;
+  quantize_activations(table, plan, x, n_in, n_x_rows, act, pool);
 
   size_t gathered = gathered_begin;
   for (size_t round = 0; round < jobs.size(); round += kGatheredJobsPerRound) {
@@ -226,7 +222,9 @@ void matmul_gathered(KernelIsa isa, std::span<const GatheredMatmulJob> jobs, con
       const GatheredMatmulJob& job = jobs[round + j];
       const kd::ActFormat format = kd::act_format(job.w.type);
       const size_t row_bytes_act = kd::act_row_bytes(format, n_in);
-      const uint8_t* x_rows = act + x_offset[static_cast<size_t>(format)];
+      const uint8_t* x_rows = format == kd::ActFormat::F32
+                                  ? reinterpret_cast<const uint8_t*>(x)
+                                  : act + plan.offset[static_cast<size_t>(format)];
       const uint8_t* job_act = x_rows + static_cast<size_t>(job.row_begin) * row_bytes_act;
       if (job.rows != nullptr) {
         uint8_t* dst = act + gathered;

@@ -45,11 +45,14 @@ void quantize_mxfp4(const float* src, void* dst, int64_t n_blocks) {
     float amax = 0.0f;
     for (int i = 0; i < kQk; ++i) amax = std::fmax(amax, std::fabs(x[i]));
     block_mxfp4 block{};
-    if (amax > 0.0f) {
+    if (!std::isfinite(amax)) {
+      block.e = 254;  // the largest scale the quantizer uses: infinities saturate to ±12 units
+    } else if (amax > 0.0f) {
       const int e = static_cast<int>(std::floor(std::log2(amax))) + 125;
       block.e = static_cast<uint8_t>(e < 0 ? 0 : e > 254 ? 254 : e);
     }
     const float inverse = amax > 0.0f ? 1.0f / mxfp4_scale(block.e) : 0.0f;
+    // (A NaN input has no nearest code: it becomes 0, as comparisons with it are false.)
     for (int l = 0; l < kQk / 2; ++l) {
       block.qs[l] = static_cast<uint8_t>(nearest_code(x[l] * inverse) |
                                          nearest_code(x[l + kQk / 2] * inverse) << 4);
