@@ -9,12 +9,17 @@ namespace trellis::quant_detail {
 namespace {
 
 // The code whose value (in the doubled units of kMxfp4Values) is nearest to v; the smaller
-// magnitude wins a tie, the sign is v's.
+// magnitude wins a tie, the sign is v's; beyond the largest value (infinity too) the largest;
+// NaN: 0.
 uint8_t nearest_code(float v) {
+  if (std::isnan(v)) return 0;
   const float a = std::fabs(v);
-  uint8_t best = 0;
-  for (uint8_t q = 1; q < 8; ++q) {
-    if (std::fabs(a - kMxfp4Values[q]) < std::fabs(a - kMxfp4Values[best])) best = q;
+  uint8_t best = 7;
+  if (a < kMxfp4Values[7]) {
+    best = 0;
+    for (uint8_t q = 1; q < 8; ++q) {
+      if (std::fabs(a - kMxfp4Values[q]) < std::fabs(a - kMxfp4Values[best])) best = q;
+    }
   }
   return static_cast<uint8_t>(best | (v < 0 && best != 0 ? 8 : 0));
 }
@@ -52,7 +57,6 @@ void quantize_mxfp4(const float* src, void* dst, int64_t n_blocks) {
       block.e = static_cast<uint8_t>(e < 0 ? 0 : e > 254 ? 254 : e);
     }
     const float inverse = amax > 0.0f ? 1.0f / mxfp4_scale(block.e) : 0.0f;
-    // (A NaN input has no nearest code: it becomes 0, as comparisons with it are false.)
     for (int l = 0; l < kQk / 2; ++l) {
       block.qs[l] = static_cast<uint8_t>(nearest_code(x[l] * inverse) |
                                          nearest_code(x[l + kQk / 2] * inverse) << 4);

@@ -343,3 +343,36 @@ TEST(QuantQuantize, BlocksAreIndependent) {
 
 }  // namespace
 }  // namespace trellis
+
+namespace trellis {
+namespace {
+
+// mxfp4: the scale puts the largest magnitude on the top codes; values between codes round to
+// the nearest; a zero block has scale 0; infinities saturate and NaN becomes 0.
+TEST(QuantQuantize, Mxfp4ExactBytes) {
+  std::vector<float> x(64, 0.0f);
+  x[0] = 6.0f;   // amax: e = floor(log2 6) + 125 = 127, scale 2^-1, so 6 is code 7 (12 units)
+  x[1] = -1.0f;  // 2 units: code 2, negative: 10
+  x[2] = 2.4f;   // 4.8 units: nearest 4 (code 4)
+  x[17] = 0.7f;  // 1.4 units: nearest 1 (code 1), in the high nibble of byte 1
+  x[32] = INFINITY;
+  x[33] = NAN;
+  x[34] = -INFINITY;
+  std::vector<uint8_t> bytes(34);
+  quantize_row(DType::MXFP4, x.data(), bytes.data(), 64);
+  EXPECT_EQ(bytes[0], 127);
+  EXPECT_EQ(bytes[1], 7);  // element 0 (low), element 16 = 0 (high)
+  EXPECT_EQ(bytes[2], 10 | 1 << 4);
+  EXPECT_EQ(bytes[3], 4);
+  EXPECT_EQ(bytes[17], 254);  // the infinite block's scale
+  EXPECT_EQ(bytes[18], 7);    // +inf: +12 units
+  EXPECT_EQ(bytes[19], 0);    // NaN: 0
+  EXPECT_EQ(bytes[20], 15);   // -inf: -12 units
+  std::vector<float> zeros(32, 0.0f);
+  std::vector<uint8_t> zero_block(17, 0xff);
+  quantize_row(DType::MXFP4, zeros.data(), zero_block.data(), 32);
+  EXPECT_EQ(zero_block, std::vector<uint8_t>(17, 0));
+}
+
+}  // namespace
+}  // namespace trellis
