@@ -39,6 +39,7 @@ struct SynthArgs {
   std::string arch;      // empty: the preset's own family
   int64_t longrope = 0;  // 0: the preset's rope; else LongRoPE from this original context
   int64_t layers = 0;    // 0: the preset's; else only the first N layers
+  double yarn = 0;       // 0: the preset's rope; else YaRN scaling by this factor
   std::string type = "q4_0";
   uint64_t seed = 0;
   std::string vocab_from;
@@ -64,6 +65,14 @@ int run_synth(const SynthArgs& args) {
   }
   if (args.longrope > 0) {
     Result<ModelPreset> scaled = with_longrope(*preset, args.longrope);
+    if (!scaled.ok()) {
+      std::fprintf(stderr, "error: %s\n", scaled.error().message.c_str());
+      return 1;
+    }
+    *preset = std::move(scaled).value();
+  }
+  if (args.yarn > 0) {
+    Result<ModelPreset> scaled = with_yarn(*preset, args.yarn);
     if (!scaled.ok()) {
       std::fprintf(stderr, "error: %s\n", scaled.error().message.c_str());
       return 1;
@@ -124,6 +133,9 @@ void add_model_commands(CLI::App& app, int& exit_code) {
   synth->add_option("--longrope", args->longrope,
                     "phi3: LongRoPE factors (as Phi-3.5) from this original context to the "
                     "preset's");
+  synth->add_option("--yarn", args->yarn,
+                    "YaRN rope scaling by this factor, from an original context of the preset's "
+                    "divided by it");
   synth->add_option(
       "--layers", args->layers,
       "Write only the first N layers (a real shape's per-layer cost in a small file)");

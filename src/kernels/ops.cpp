@@ -1,8 +1,10 @@
 #include "kernels/ops.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <numbers>
 
 // The activation loops are compiled for AVX-512, AVX2 and the baseline, picked at load time: the
 // vector widths differ, the arithmetic does not (every operation is a correctly rounded IEEE one,
@@ -44,11 +46,22 @@ void rope_row(float* x, int64_t n_heads, int64_t head_dim, int32_t position,
   const int64_t first_step = rope.style == RopeStyle::ADJACENT ? 2 : 1;
   const int64_t partner = rope.style == RopeStyle::ADJACENT ? 1 : n_pairs;
   float theta_base = static_cast<float>(position);
+  const float yarn_mscale =
+      rope.yarn ? rope.attn_factor * (1.0f + 0.1f * std::log(1.0f / rope.freq_scale))
+                : rope.attn_factor;
   for (int64_t i = 0; i < n_pairs; ++i) {
     const float factor = rope.freq_factors != nullptr ? rope.freq_factors[i] : 1.0f;
-    const float theta = rope.freq_scale * (theta_base / factor);
-    const float cos_t = std::cos(theta) * rope.attn_factor;
-    const float sin_t = std::sin(theta) * rope.attn_factor;
+    const float unscaled = theta_base / factor;
+    float theta = rope.freq_scale * unscaled;
+    if (rope.yarn) {
+      // The share of the unscaled angle: 1 below corr_low, 0 above corr_high, linear between.
+      const float t = (static_cast<float>(i) - rope.corr_low) /
+                      std::max(0.001f, rope.corr_high - rope.corr_low);
+      const float keep = 1.0f - std::min(1.0f, std::max(0.0f, t));
+      theta = theta * (1.0f - keep) + unscaled * keep;
+    }
+    const float cos_t = std::cos(theta) * yarn_mscale;
+    const float sin_t = std::sin(theta) * yarn_mscale;
     for (int64_t h = 0; h < n_heads; ++h) {
       float* first = x + h * head_dim + i * first_step;
       const float a = first[0];
@@ -58,6 +71,16 @@ void rope_row(float* x, int64_t n_heads, int64_t head_dim, int32_t position,
     }
     theta_base *= theta_scale;
   }
+}
+
+void yarn_corr_dims(int64_t n_rot, int64_t n_ctx_orig, float base, float* low, float* high) {
+  auto corr_dim = [&](float turns) {
+    return static_cast<float>(n_rot) *
+           std::log(static_cast<float>(n_ctx_orig) / (turns * 2.0f * std::numbers::pi_v<float>)) /
+           (2.0f * std::log(base));
+  };
+  *low = std::max(0.0f, std::floor(corr_dim(32.0f)));
+  *high = std::min(static_cast<float>(n_rot - 1), std::ceil(corr_dim(1.0f)));
 }
 
 namespace {

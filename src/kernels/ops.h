@@ -25,12 +25,24 @@ struct RopeParams {
   // factors); null: all 1.
   const float* freq_factors = nullptr;
   float attn_factor = 1.0f;  // multiplies cos and sin (LongRoPE's magnitude correction)
+  // YaRN: pairs below corr_low keep the unscaled angle, pairs above corr_high the scaled one,
+  // those between a linear mix; cos and sin are further multiplied by 1 + 0.1 ln(1 / freq_scale).
+  bool yarn = false;
+  float corr_low = 0.0f;
+  float corr_high = 0.0f;
 };
+
+// YaRN's range of pairs [low, high] between which the angle moves from the unscaled to the
+// scaled one, for a model trained on n_ctx_orig tokens (beta_fast 32, beta_slow 1: the pairs
+// turning more than 32 times over the original context keep their angle, those turning less than
+// once are scaled): the pair where a dimension turns r times is n_rot ln(n_ctx_orig / (2 pi r)) /
+// (2 ln base), low rounded down, high up, within [0, n_rot - 1].
+void yarn_corr_dims(int64_t n_rot, int64_t n_ctx_orig, float base, float* low, float* high);
 
 // Rotary position embedding, applied in place to n_heads heads of head_dim values. Pair i
 // (0 <= i < n_rot / 2; its elements chosen by `style`) is rotated by the angle
 //   theta_i = freq_scale * (position * freq_base^(-2i / n_rot) / freq_factors[i])
-// and scaled by attn_factor (m):
+// (with YaRN: mixed with the unscaled angle as RopeParams says) and scaled by attn_factor (m):
 // (a, b) -> m (a cos theta_i - b sin theta_i, a sin theta_i + b cos theta_i). Elements at n_rot
 // and beyond are left as they are.
 void rope_row(float* x, int64_t n_heads, int64_t head_dim, int32_t position,

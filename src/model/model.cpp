@@ -398,12 +398,16 @@ void Model::rope(int64_t il, int64_t row_begin, int64_t row_end, Workspace& ws) 
   const auto base = static_cast<float>(local ? hp_.rope_freq_base_swa : hp_.rope_freq_base);
   const auto scale = static_cast<float>(local ? 1.0 : hp_.rope_freq_scale);
   const std::vector<float>& factors = use_rope_long_ ? rope_long_ : rope_short_;
-  const RopeParams params{hp_.n_rot,
-                          base,
-                          scale,
-                          arch_->rope_style,
-                          factors.empty() ? nullptr : factors.data(),
-                          static_cast<float>(hp_.rope_attn_factor)};
+  RopeParams params{hp_.n_rot,
+                    base,
+                    scale,
+                    arch_->rope_style,
+                    factors.empty() ? nullptr : factors.data(),
+                    static_cast<float>(hp_.rope_attn_factor)};
+  if (hp_.rope_yarn && !local) {
+    params.yarn = true;
+    yarn_corr_dims(hp_.n_rot, hp_.n_ctx_orig, base, &params.corr_low, &params.corr_high);
+  }
   const int64_t head_dim = hp_.head_dim();
   for (int64_t r = row_begin; r < row_end; ++r) {
     const int32_t position = ws.attention_rows[static_cast<size_t>(r)].position;

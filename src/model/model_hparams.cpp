@@ -24,15 +24,18 @@ Result<int64_t> vocab_size(const GgufFile& file, const std::string& key) {
   return static_cast<int64_t>((*tokens)->items.size());
 }
 
-// The linear rope scaling factor: rope.scaling.factor (with rope.scaling.type linear or absent),
-// else the older rope.scale_linear, else 1. Other scaling types are refused by name.
-Result<double> rope_scale_factor(const GgufFile& file, const Architecture& arch) {
+// The rope scaling factor: rope.scaling.factor (with rope.scaling.type linear, yarn or absent),
+// else the older rope.scale_linear, else 1; *yarn says whether it is YaRN. Other scaling types
+// are refused by name.
+Result<double> rope_scale_factor(const GgufFile& file, const Architecture& arch, bool* yarn) {
   Result<std::string> type =
       file.get_string_or(key_name(arch, HParamKey::ROPE_SCALING_TYPE), "none");
   if (!type.ok()) return type.error();
-  if (*type != "none" && *type != "linear") {
-    return Error{file.name() + ": rope scaling '" + *type + "' is not supported (none, linear)"};
+  if (*type != "none" && *type != "linear" && *type != "yarn") {
+    return Error{file.name() + ": rope scaling '" + *type +
+                 "' is not supported (none, linear, yarn)"};
   }
+  *yarn = *type == "yarn";
   Result<double> legacy = file.get_float_or(key_name(arch, HParamKey::ROPE_SCALE_LINEAR), 1.0);
   if (!legacy.ok()) return legacy.error();
   if (*type == "none") return legacy;
@@ -131,7 +134,7 @@ Result<ModelHParams> read_model_hparams(const GgufFile& file) {
     return invalid("rope.dimension_count must be even and at most the head size");
 
   Result<double> base = file.get_float_or(key(HParamKey::ROPE_FREQ_BASE), 10000.0);
-  Result<double> factor = rope_scale_factor(file, *arch);
+  Result<double> factor = rope_scale_factor(file, *arch, &hp.rope_yarn);
   Result<double> eps = file.get_float_or(key(HParamKey::RMS_EPS), 1e-5);
   if (!base.ok()) return base.error();
   if (!factor.ok()) return factor.error();

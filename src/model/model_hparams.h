@@ -30,7 +30,10 @@ struct ModelHParams {
   int64_t n_embd_head = 0;
   int64_t n_rot = 0;  // rope.dimension_count; defaults to the head size
   double rope_freq_base = 10000.0;
-  double rope_freq_scale = 1.0;  // 1 / the linear rope scaling factor
+  double rope_freq_scale = 1.0;  // 1 / the rope scaling factor (linear or YaRN)
+  // YaRN (rope.scaling.type yarn): the scaling mixes with the unscaled angles by frequency, over
+  // the original context n_ctx_orig (kernels/ops.h RopeParams).
+  bool rope_yarn = false;
   // LongRoPE (Phi-3.5, Phi-4-mini): rope.scaling.attn_factor multiplies cos and sin, and the
   // rope_factors_long tensor replaces rope_factors_short when a sequence may grow beyond
   // rope.scaling.original_context_length (defaults: 1 and the training context).

@@ -35,6 +35,7 @@ void set_family(ModelHParams& hp, std::string_view name, int64_t n_embd_head) {
   hp.n_embd_head = n_embd_head;
   hp.n_rot = hp.head_dim();
   hp.rope_freq_scale = 1.0;
+  hp.rope_yarn = false;
   hp.rope_attn_factor = 1.0;
   hp.n_ctx_orig = hp.n_ctx_train;
   hp.n_swa = 0;
@@ -261,6 +262,21 @@ Result<ModelPreset> with_longrope(const ModelPreset& preset, int64_t original_co
   ModelPreset out = preset;
   out.longrope = LongRopeScaling{original_context};
   set_longrope(out.hparams, *out.longrope);
+  return out;
+}
+
+Result<ModelPreset> with_yarn(const ModelPreset& preset, double factor) {
+  const auto original =
+      static_cast<int64_t>(static_cast<double>(preset.hparams.n_ctx_train) / factor);
+  if (!(factor > 1.0 && factor <= 1024.0) || original < 1) {
+    return Error{
+        "the YaRN factor must be above 1, at most 1024 and leave an original context of "
+        "at least one token"};
+  }
+  ModelPreset out = preset;
+  out.hparams.rope_yarn = true;
+  out.hparams.rope_freq_scale = 1.0 / factor;
+  out.hparams.n_ctx_orig = original;
   return out;
 }
 

@@ -71,6 +71,10 @@ std::vector<float> llama3_rope_factors(const Llama3RopeScaling& scaling, int64_t
 // as Phi-3.5-mini's files carry it; errors for other families or a context out of range.
 Result<ModelPreset> with_longrope(const ModelPreset& preset, int64_t original_context);
 
+// `preset` with YaRN rope scaling by `factor` (> 1) from an original context of
+// n_ctx_train / factor tokens, as Qwen3's long-context files and gpt-oss carry it.
+Result<ModelPreset> with_yarn(const ModelPreset& preset, double factor);
+
 // Smooth LongRoPE-like factors for a synthesized model (real files carry factors searched per
 // model): short ones from 1 to 2, long ones from 1 to n_ctx_train / original_context, growing
 // with the pair's wavelength.

@@ -70,7 +70,7 @@ std::optional<GgufValue> key_value(const ModelPreset& preset, HParamKey key) {
   auto u32 = [](int64_t v) { return GgufValue{static_cast<uint32_t>(v)}; };
   auto f32 = [](double v) { return GgufValue{static_cast<float>(v)}; };
   const bool own_head_size = hp.n_embd % hp.n_head != 0 || hp.head_dim() != hp.n_embd / hp.n_head;
-  const bool linear_scaling = hp.rope_freq_scale != 1.0;
+  const bool scaled = hp.rope_freq_scale != 1.0 || hp.rope_yarn;
   switch (key) {
     case HParamKey::VOCAB_SIZE:
       return u32(hp.n_vocab);
@@ -97,10 +97,10 @@ std::optional<GgufValue> key_value(const ModelPreset& preset, HParamKey key) {
       if (own_head_size) return u32(hp.head_dim());
       return std::nullopt;
     case HParamKey::ROPE_SCALING_TYPE:
-      if (linear_scaling) return GgufValue{std::string("linear")};
+      if (scaled) return GgufValue{std::string(hp.rope_yarn ? "yarn" : "linear")};
       return std::nullopt;
     case HParamKey::ROPE_SCALING_FACTOR:
-      if (linear_scaling) return f32(1.0 / hp.rope_freq_scale);
+      if (scaled) return f32(1.0 / hp.rope_freq_scale);
       return std::nullopt;
     case HParamKey::ROPE_SCALE_LINEAR:  // superseded by rope.scaling.*
       return std::nullopt;
@@ -108,7 +108,7 @@ std::optional<GgufValue> key_value(const ModelPreset& preset, HParamKey key) {
       if (preset.longrope) return f32(hp.rope_attn_factor);
       return std::nullopt;
     case HParamKey::ROPE_ORIGINAL_CONTEXT:
-      if (preset.longrope) return u32(hp.n_ctx_orig);
+      if (preset.longrope || hp.rope_yarn) return u32(hp.n_ctx_orig);
       return std::nullopt;
     case HParamKey::SLIDING_WINDOW:
       return u32(hp.n_swa);

@@ -40,8 +40,8 @@ std::vector<SynthTensor> synth_tensor_list(const ModelPreset& preset, DType type
 // Writes general.architecture and every ARCH.* hyperparameter key of `preset` that its family's
 // readers (ours and llama.cpp's) use: sizes, heads, eps, rope base and dimension count;
 // attention.key_length/value_length when the head size is not n_embd / n_head; rope.scaling.*
-// (linear) when rope_freq_scale is not 1; for families with a sliding window the window, its
-// layer pattern and rope.freq_base_swa.
+// (linear, or yarn with its original context) when the preset scales its rope; for families with a
+// sliding window the window, its layer pattern and rope.freq_base_swa.
 void set_arch_metadata(GgufWriter& writer, const ModelPreset& preset);
 
 }  // namespace trellis

@@ -40,8 +40,11 @@ struct ArchCase {
   // written by the test (tests/data/moe/README.md).
   std::string moe_arch = {};
   std::string type = {};
+  // > 0: `model synth --preset tiny --arch qwen3 --yarn F --type f32 --seed 7`, written by the
+  // test (tests/data/yarn/README.md).
+  double yarn = 0;
 
-  bool synthesized() const { return longrope > 0 || !moe_arch.empty(); }
+  bool synthesized() const { return longrope > 0 || !moe_arch.empty() || yarn > 0; }
   // The quantized mixtures of experts run the kernels and the MoE code the F32 ones and the dense
   // quantized files already run; the sanitizer jobs leave them out to stay short.
   bool skipped_under_sanitizer() const { return !moe_arch.empty() && type != "f32"; }
@@ -71,6 +74,9 @@ const ArchCase kCases[] = {
     // reference's contexts did.
     {"phi3-longrope8-f32.gguf", 1e-4f, 1e-2f, 90, 8},
     {"phi3-longrope256-f32.gguf", 1e-4f, 1e-2f, 90, 256},
+    // Positions up to 190 of a model whose original context is 128: YaRN's interpolation and
+    // its magnitude correction both show.
+    {"qwen3-yarn4-f32.gguf", 1e-4f, 1e-2f, 90, 0, "", "", 4.0},
     {"qwen3moe-tiny-f32.gguf", 1e-4f, 1e-2f, 90, 0, "qwen3moe", "f32"},
     {"qwen3moe-tiny-q4_k_m.gguf", 0.25f, 0.25f, 60, 0, "qwen3moe", "q4_k_m"},
     {"qwen3moe-tiny-mxfp4.gguf", 0.25f, 0.25f, 60, 0, "qwen3moe", "mxfp4"},
@@ -86,6 +92,7 @@ std::string reference_path(const ArchCase& c) {
   const std::string data = std::string(TRELLIS_SOURCE_DIR) + "/tests/data/";
   if (c.longrope > 0) return data + "longrope/" + c.file;
   if (!c.moe_arch.empty()) return data + "moe/" + c.file;
+  if (c.yarn > 0) return data + "yarn/" + c.file;
   return testing::shared_dir() + "/reference-arch/" + c.file;
 }
 
@@ -96,6 +103,14 @@ SynthOptions synth_options(const ArchCase& c, const std::string& path) {
     Result<ModelPreset> phi3 = preset_for_arch(options.preset, "phi3");
     EXPECT_TRUE(phi3.ok());
     Result<ModelPreset> preset = with_longrope(*phi3, c.longrope);
+    EXPECT_TRUE(preset.ok()) << preset.error().message;
+    options.preset = *preset;
+    return options;
+  }
+  if (c.yarn > 0) {
+    Result<ModelPreset> qwen3 = preset_for_arch(options.preset, "qwen3");
+    EXPECT_TRUE(qwen3.ok());
+    Result<ModelPreset> preset = with_yarn(*qwen3, c.yarn);
     EXPECT_TRUE(preset.ok()) << preset.error().message;
     options.preset = *preset;
     return options;

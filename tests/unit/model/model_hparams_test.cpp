@@ -122,10 +122,20 @@ TEST(ModelHParams, ReadsEachFamilysKeys) {
 
   Result<ModelHParams> yarn = read_arch("qwen2", [](GgufWriter& w) {
     w.set("qwen2.rope.scaling.type", GgufValue{std::string("yarn")});
+    w.set("qwen2.rope.scaling.factor", GgufValue{4.0f});
+    w.set("qwen2.rope.scaling.original_context_length", GgufValue{uint32_t{32768}});
   });
-  ASSERT_FALSE(yarn.ok());
-  EXPECT_NE(yarn.error().message.find("rope scaling 'yarn' is not supported"), std::string::npos)
-      << yarn.error().message;
+  ASSERT_TRUE(yarn.ok()) << yarn.error().message;
+  EXPECT_TRUE(yarn->rope_yarn);
+  EXPECT_EQ(yarn->rope_freq_scale, 0.25);
+  EXPECT_EQ(yarn->n_ctx_orig, 32768);
+  Result<ModelHParams> dynamic = read_arch("qwen2", [](GgufWriter& w) {
+    w.set("qwen2.rope.scaling.type", GgufValue{std::string("dynamic")});
+  });
+  ASSERT_FALSE(dynamic.ok());
+  EXPECT_NE(dynamic.error().message.find("rope scaling 'dynamic' is not supported"),
+            std::string::npos)
+      << dynamic.error().message;
   Result<ModelHParams> lengths = read_arch("qwen3", [](GgufWriter& w) {
     w.set("qwen3.attention.key_length", GgufValue{uint32_t{16}});
     w.set("qwen3.attention.value_length", GgufValue{uint32_t{8}});
