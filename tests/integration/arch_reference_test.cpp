@@ -96,30 +96,31 @@ std::string reference_path(const ArchCase& c) {
   return testing::shared_dir() + "/reference-arch/" + c.file;
 }
 
+// `preset` recast as family `arch`, then rescaled by `scale` (with_longrope, with_yarn).
+template <class Scale>
+ModelPreset recast(const char* preset, const std::string& arch, Scale scale) {
+  Result<ModelPreset> family = preset_for_arch(*find_model_preset(preset), arch);
+  EXPECT_TRUE(family.ok()) << family.error().message;
+  Result<ModelPreset> scaled = scale(*family);
+  EXPECT_TRUE(scaled.ok()) << scaled.error().message;
+  return *scaled;
+}
+
 // What `model synth` writes for a synthesized case.
 SynthOptions synth_options(const ArchCase& c, const std::string& path) {
   SynthOptions options{*find_model_preset("tiny"), DType::F32, 7, "", path, 2, false, std::nullopt};
   if (c.longrope > 0) {
-    Result<ModelPreset> phi3 = preset_for_arch(options.preset, "phi3");
-    EXPECT_TRUE(phi3.ok());
-    Result<ModelPreset> preset = with_longrope(*phi3, c.longrope);
-    EXPECT_TRUE(preset.ok()) << preset.error().message;
-    options.preset = *preset;
-    return options;
+    options.preset =
+        recast("tiny", "phi3", [&](const ModelPreset& p) { return with_longrope(p, c.longrope); });
+  } else if (c.yarn > 0) {
+    options.preset =
+        recast("tiny", "qwen3", [&](const ModelPreset& p) { return with_yarn(p, c.yarn); });
+  } else {
+    options.preset = recast("tiny-wide", c.moe_arch,
+                            [](const ModelPreset& p) { return Result<ModelPreset>(p); });
+    options.mix = parse_quant_mix(c.type);
+    options.type = options.mix ? quant_mix_base(*options.mix) : dtype_from_name(c.type).value();
   }
-  if (c.yarn > 0) {
-    Result<ModelPreset> qwen3 = preset_for_arch(options.preset, "qwen3");
-    EXPECT_TRUE(qwen3.ok());
-    Result<ModelPreset> preset = with_yarn(*qwen3, c.yarn);
-    EXPECT_TRUE(preset.ok()) << preset.error().message;
-    options.preset = *preset;
-    return options;
-  }
-  Result<ModelPreset> preset = preset_for_arch(*find_model_preset("tiny-wide"), c.moe_arch);
-  EXPECT_TRUE(preset.ok()) << preset.error().message;
-  options.preset = *preset;
-  options.mix = parse_quant_mix(c.type);
-  options.type = options.mix ? quant_mix_base(*options.mix) : dtype_from_name(c.type).value();
   return options;
 }
 
