@@ -128,43 +128,16 @@ ModelPreset phi35_mini() {
   return p;
 }
 
-ModelPreset qwen3_30b_a3b() {
-  ModelPreset p = family_preset(
-      "qwen3-30b-a3b",
-      "Qwen3-30B-A3B shapes (qwen3moe): 48 layers, width 2048, GQA 32/4 heads of 128, "
-      "128 experts of 768 (8 per token), vocab 151936",
-      make_hparams(151936, 40960, 2048, 48, 32, 4, 6144), "qwen3moe", 128);
-  set_experts(p.hparams, 128, 8, 768, 0);
-  return p;
-}
-
-ModelPreset qwen15_moe_a27b() {
-  ModelPreset p = family_preset(
-      "qwen1.5-moe-a2.7b",
-      "Qwen1.5-MoE-A2.7B shapes (qwen2moe): 24 layers, width 2048, 16 heads, 60 experts of 1408 "
-      "(4 per token) and a shared one of 5632, vocab 151936",
-      make_hparams(151936, 8192, 2048, 24, 16, 16, 5632), "qwen2moe", 0);
-  set_experts(p.hparams, 60, 4, 1408, 5632);
-  return p;
-}
-
-ModelPreset olmoe_1b_7b() {
-  ModelPreset p = family_preset(
-      "olmoe-1b-7b",
-      "OLMoE-1B-7B shapes (olmoe): 16 layers, width 2048, 16 heads, 64 experts of 1024 (8 per "
-      "token), vocab 50304",
-      make_hparams(50304, 4096, 2048, 16, 16, 16, 1024), "olmoe", 0);
-  set_experts(p.hparams, 64, 8, 1024, 0);
-  return p;
-}
-
-ModelPreset mixtral_8x7b() {
-  ModelPreset p = family_preset(
-      "mixtral-8x7b",
-      "Mixtral-8x7B shapes (mixtral): 32 layers, width 4096, GQA 32/8 heads, 8 experts of 14336 "
-      "(2 per token), vocab 32000",
-      make_hparams(32000, 32768, 4096, 32, 32, 8, 14336), "mixtral", 0);
-  set_experts(p.hparams, 8, 2, 14336, 0);
+// A mixture of experts' preset: `family_preset` with n_expert experts of n_ff_exp, n_used per
+// token, and a shared expert of n_ff_shexp (0: none).
+struct ExpertShape {
+  int64_t n_expert, n_used, n_ff_exp, n_ff_shexp;
+};
+ModelPreset moe_preset(std::string name, std::string description, ModelHParams hp,
+                       std::string_view family, int64_t n_embd_head, ExpertShape experts) {
+  ModelPreset p =
+      family_preset(std::move(name), std::move(description), std::move(hp), family, n_embd_head);
+  set_experts(p.hparams, experts.n_expert, experts.n_used, experts.n_ff_exp, experts.n_ff_shexp);
   return p;
 }
 
@@ -192,10 +165,25 @@ const std::vector<ModelPreset>& model_presets() {
       qwen3_06b(),
       gemma3_1b(),
       phi35_mini(),
-      qwen3_30b_a3b(),
-      qwen15_moe_a27b(),
-      olmoe_1b_7b(),
-      mixtral_8x7b(),
+      moe_preset("qwen3-30b-a3b",
+                 "Qwen3-30B-A3B shapes (qwen3moe): 48 layers, width 2048, GQA 32/4 heads of 128, "
+                 "128 experts of 768 (8 per token), vocab 151936",
+                 make_hparams(151936, 40960, 2048, 48, 32, 4, 6144), "qwen3moe", 128,
+                 {128, 8, 768, 0}),
+      moe_preset("qwen1.5-moe-a2.7b",
+                 "Qwen1.5-MoE-A2.7B shapes (qwen2moe): 24 layers, width 2048, 16 heads, 60 "
+                 "experts of 1408 (4 per token) and a shared one of 5632, vocab 151936",
+                 make_hparams(151936, 8192, 2048, 24, 16, 16, 5632), "qwen2moe", 0,
+                 {60, 4, 1408, 5632}),
+      moe_preset("olmoe-1b-7b",
+                 "OLMoE-1B-7B shapes (olmoe): 16 layers, width 2048, 16 heads, 64 experts of "
+                 "1024 (8 per token), vocab 50304",
+                 make_hparams(50304, 4096, 2048, 16, 16, 16, 1024), "olmoe", 0, {64, 8, 1024, 0}),
+      moe_preset("mixtral-8x7b",
+                 "Mixtral-8x7B shapes (mixtral): 32 layers, width 4096, GQA 32/8 heads, 8 experts "
+                 "of 14336 (2 per token), vocab 32000",
+                 make_hparams(32000, 32768, 4096, 32, 32, 8, 14336), "mixtral", 0,
+                 {8, 2, 14336, 0}),
   };
   return presets;
 }
