@@ -212,6 +212,12 @@ void matmul_gathered(KernelIsa isa, std::span<const GatheredMatmulJob> jobs, con
   quantize_activations(table, plan, x, n_in, n_x_rows, act, pool);
 
   size_t gathered = gathered_begin;
+  // The last gathering, reused by a job that takes the same rows in the same format (an
+  // expert's gate and up products).
+  const int32_t* last_rows = nullptr;
+  int64_t last_n = 0;
+  kd::ActFormat last_format = kd::ActFormat::F32;
+  const uint8_t* last_act = nullptr;
   for (size_t round = 0; round < jobs.size(); round += kGatheredJobsPerRound) {
     const size_t n_jobs = std::min(kGatheredJobsPerRound, jobs.size() - round);
     kd::MatmulArgs args[kGatheredJobsPerRound];
@@ -226,7 +232,10 @@ void matmul_gathered(KernelIsa isa, std::span<const GatheredMatmulJob> jobs, con
                                   ? reinterpret_cast<const uint8_t*>(x)
                                   : act + plan.offset[static_cast<size_t>(format)];
       const uint8_t* job_act = x_rows + static_cast<size_t>(job.row_begin) * row_bytes_act;
-      if (job.rows != nullptr) {
+      if (job.rows != nullptr && job.rows == last_rows && job.n_tokens == last_n &&
+          format == last_format) {
+        job_act = last_act;
+      } else if (job.rows != nullptr) {
         uint8_t* dst = act + gathered;
         for (int64_t t = 0; t < job.n_tokens; ++t) {
           std::memcpy(dst + static_cast<size_t>(t) * row_bytes_act,
@@ -234,6 +243,10 @@ void matmul_gathered(KernelIsa isa, std::span<const GatheredMatmulJob> jobs, con
         }
         job_act = dst;
         gathered += row_bytes_act * static_cast<size_t>(job.n_tokens);
+        last_rows = job.rows;
+        last_n = job.n_tokens;
+        last_format = format;
+        last_act = dst;
       }
       kd::MatmulArgs& a = args[j];
       a = kd::MatmulArgs{};

@@ -1,6 +1,6 @@
 // matmul_gathered gives each job the bits of a plain matmul of its matrix with its rows of x,
 // whatever the other jobs, the types mixed in one call, empty jobs, runs instead of gathered
-// rows, and more jobs than one round of the pool takes.
+// rows, jobs sharing their rows, and more jobs than one round of the pool takes.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -55,6 +55,11 @@ TEST(MatmulGathered, EachJobGetsThePlainMatmulOfItsRows) {
       job.n_tokens = kRows - job.row_begin - j % 2;
       for (int64_t t = 0; t < job.n_tokens; ++t)
         rows[static_cast<size_t>(j)].push_back(static_cast<int32_t>(job.row_begin + t));
+    } else if (j % 3 == 1 && jobs.back().rows != nullptr) {
+      // The previous job's rows, by the same pointer (as an expert's gate and up share them).
+      rows[static_cast<size_t>(j)] = rows[static_cast<size_t>(j - 1)];
+      job.rows = jobs.back().rows;
+      job.n_tokens = jobs.back().n_tokens;
     } else {
       const int64_t n = j % 11 == 0 ? 0 : 1 + j % 5;  // some jobs without tokens
       for (int64_t t = 0; t < n; ++t) rows[static_cast<size_t>(j)].push_back(any_row(rng));
