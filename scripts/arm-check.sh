@@ -25,7 +25,8 @@ sources=(
   src/kernels/kernel_isa.cpp src/kernels/matmul.cpp src/kernels/activation_quant.cpp
   src/kernels/cpu_features.cpp
   src/kernels/generic/*.cpp src/kernels/arm/*.cpp
-  src/quant/dequantize.cpp src/quant/quantize.cpp src/quant/quantize_k.cpp src/quant/quant_table.cpp
+  src/quant/dequantize.cpp src/quant/quantize.cpp src/quant/quantize_k.cpp src/quant/mxfp4.cpp
+  src/quant/quant_table.cpp
   src/tensor/dtype.cpp src/base/thread_pool.cpp
   tests/arm/kernel_check.cpp
 )
