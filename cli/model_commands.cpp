@@ -91,8 +91,8 @@ int run_synth(const SynthArgs& args) {
   const std::optional<QuantMix> mix = parse_quant_mix(args.type);
   std::optional<DType> type = mix ? quant_mix_base(*mix) : dtype_from_name(args.type);
   if (!type || !is_synth_type(*type)) {
-    std::fprintf(stderr, "error: unsupported type '%s' (%s, q4_k_m, q5_k_m)\n", args.type.c_str(),
-                 quant_type_names().c_str());
+    std::fprintf(stderr, "error: unsupported type '%s' (%s, %s)\n", args.type.c_str(),
+                 quant_type_names().c_str(), std::string(kQuantMixNames).c_str());
     return 1;
   }
   SynthOptions options{*preset,     *type,        args.seed, args.vocab_from,
@@ -128,7 +128,9 @@ void add_model_commands(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   synth->add_option("--arch", args->arch,
                     "Family: " + synth_family_names() + " (default: the preset's)");
-  synth->add_option("--type", args->type, "Weight type: " + quant_type_names() + ", q4_k_m, q5_k_m")
+  synth
+      ->add_option("--type", args->type,
+                   "Weight type: " + quant_type_names() + ", " + std::string(kQuantMixNames))
       ->capture_default_str();
   synth->add_option("--longrope", args->longrope,
                     "phi3: LongRoPE factors (as Phi-3.5) from this original context to the "

@@ -45,7 +45,8 @@ namespace kernels_detail {
 // One query head against positions [first_position, position] of one kv head; scores[i] holds
 // position first_position + i.
 void attend_head_scalar(const KvStorage& kv, int64_t layer, int64_t kv_head,
-                        const AttentionRow& row, const float* q, float* out, float* scores) {
+                        const AttentionRow& row, const float* q, float* out, float* scores,
+                        float sink) {
   const KvLayout& layout = kv.layout();
   const int64_t head_dim = layout.head_dim;
   const int32_t block_size = layout.block_size;
@@ -54,7 +55,7 @@ void attend_head_scalar(const KvStorage& kv, int64_t layer, int64_t kv_head,
   const int64_t n_pos = static_cast<int64_t>(row.position) + 1;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
 
-  float max_score = -INFINITY;
+  float max_score = sink;
   for (int64_t j = first; j < n_pos; ++j) {
     const int32_t block = row.block_table[j / block_size];
     const uint8_t* k = kv.keys(block, layer, kv_head) +
@@ -64,7 +65,7 @@ void attend_head_scalar(const KvStorage& kv, int64_t layer, int64_t kv_head,
     scores[j - first] = dot * scale;
     max_score = std::max(max_score, scores[j - first]);
   }
-  float sum = 0.0f;
+  float sum = std::exp(sink - max_score);  // 0 without a sink
   for (int64_t j = first; j < n_pos; ++j) {
     scores[j - first] = std::exp(scores[j - first] - max_score);
     sum += scores[j - first];
@@ -121,13 +122,13 @@ void kv_write(KvStorage& kv, int64_t layer, const AttentionRow& row, const float
 
 void paged_attention(const KvStorage& kv, int64_t layer, const AttentionRow* rows, int64_t n_rows,
                      int64_t n_head, const float* q, float* out, ThreadPool& pool,
-                     AttentionScratch& scratch) {
-  paged_attention(best_kernel_isa(), kv, layer, rows, n_rows, n_head, q, out, pool, scratch);
+                     AttentionScratch& scratch, const float* sinks) {
+  paged_attention(best_kernel_isa(), kv, layer, rows, n_rows, n_head, q, out, pool, scratch, sinks);
 }
 
 void paged_attention(KernelIsa isa, const KvStorage& kv, int64_t layer, const AttentionRow* rows,
                      int64_t n_rows, int64_t n_head, const float* q, float* out, ThreadPool& pool,
-                     AttentionScratch& scratch) {
+                     AttentionScratch& scratch, const float* sinks) {
   assert(kernel_isa_supported(isa));
   const int64_t head_dim = kv.layout().head_dim;
   const int64_t group = n_head / kv.layout().n_kv_heads;
@@ -161,9 +162,11 @@ void paged_attention(KernelIsa isa, const KvStorage& kv, int64_t layer, const At
       const int64_t h = item % (n_head / heads_per_item) * heads_per_item;
       const int64_t offset = (r * n_head + h) * head_dim;
       if (attend_group != nullptr) {
-        attend_group(kv, layer, h / group, rows[r], q + offset, group, out + offset, buffer);
+        attend_group(kv, layer, h / group, rows[r], q + offset, group, out + offset, buffer,
+                     sinks != nullptr ? sinks + h : nullptr);
       } else {
-        attend(kv, layer, h / group, rows[r], q + offset, out + offset, buffer);
+        attend(kv, layer, h / group, rows[r], q + offset, out + offset, buffer,
+               sinks != nullptr ? sinks[h] : -INFINITY);
       }
     }
   };

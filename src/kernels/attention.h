@@ -36,13 +36,16 @@ void kv_write(KvStorage& kv, int64_t layer, const AttentionRow& row, const float
 
 // For every row r and query head h (kv head h / (n_head / n_kv_heads)):
 //   out[r][h] = sum_j softmax_j(q[r][h] . K[j] * scale) V[j],  j in [first_position_r, position_r]
-// with scale = 1 / sqrt(head_dim).
+// with scale = 1 / sqrt(head_dim). With `sinks` (n_head logits, gpt-oss's attention sinks), head
+// h's softmax has one more term in its denominator, exp(sinks[h]), that weighs no value:
+//   softmax_j = exp(s_j - m) / (sum_i exp(s_i - m) + exp(sinks[h] - m)),  m = max(max_i s_i,
+//   sinks[h]).
 // q: [n_rows][n_head * head_dim], out: same shape. Each (row, head) is computed by one thread in a
 // fixed order, so results do not depend on the batch or the thread count.
 // Runs the fastest variant (best_kernel_isa()).
 void paged_attention(const KvStorage& kv, int64_t layer, const AttentionRow* rows, int64_t n_rows,
                      int64_t n_head, const float* q, float* out, ThreadPool& pool,
-                     AttentionScratch& scratch);
+                     AttentionScratch& scratch, const float* sinks = nullptr);
 // The same with an explicit variant (tests and benchmarks); precondition:
 // kernel_isa_supported(isa). Head sizes the variant has no kernel for take the scalar one. Unlike
 // matmul, variants round differently (AVX2 fuses multiply-adds and sums each dot product in eight
@@ -50,6 +53,6 @@ void paged_attention(const KvStorage& kv, int64_t layer, const AttentionRow* row
 // attention_test.cpp states it); within one variant the batch and thread invariance hold.
 void paged_attention(KernelIsa isa, const KvStorage& kv, int64_t layer, const AttentionRow* rows,
                      int64_t n_rows, int64_t n_head, const float* q, float* out, ThreadPool& pool,
-                     AttentionScratch& scratch);
+                     AttentionScratch& scratch, const float* sinks = nullptr);
 
 }  // namespace trellis

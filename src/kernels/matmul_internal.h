@@ -130,16 +130,18 @@ using RowKernel = void (*)(const MatmulArgs& args, int64_t row_begin, int64_t ro
 using ActQuantizer = void (*)(const float* x, void* out, int64_t n_in);
 
 // Paged attention for one (query row, head) pair (see kernels/attention.h for the math); `scores`
-// holds at least row.position + 1 floats.
+// holds at least row.position + 1 floats. `sink`: the head's sink logit, -infinity for none (the
+// max starts from it and the denominator from exp(sink - max), so no sink changes no bit).
 using AttendHeadKernel = void (*)(const KvStorage& kv, int64_t layer, int64_t kv_head,
                                   const AttentionRow& row, const float* q, float* out,
-                                  float* scores);
+                                  float* scores, float sink);
 // Paged attention for the n_q consecutive query heads of one row that read kv head `kv_head`
-// (q and out: n_q x head_dim floats), each head with the bits of an AttendHeadKernel call of its
-// own; `scratch` holds attend_group_scratch_floats(kv.layout(), n_q, row) floats.
+// (q and out: n_q x head_dim floats; sinks: their n_q sink logits, or null), each head with the
+// bits of an AttendHeadKernel call of its own; `scratch` holds
+// attend_group_scratch_floats(kv.layout(), n_q, row) floats.
 using AttendGroupKernel = void (*)(const KvStorage& kv, int64_t layer, int64_t kv_head,
                                    const AttentionRow& row, const float* q, int64_t n_q, float* out,
-                                   float* scratch);
+                                   float* scratch, const float* sinks);
 // The scores and output sums of n_q heads, and one block of keys or values widened to f32.
 int64_t attend_group_scratch_floats(const KvLayout& layout, int64_t n_q, const AttentionRow& row);
 
@@ -221,7 +223,8 @@ const KernelTable& reference_kernels(KernelIsa isa);
 
 // The scalar attention kernel (the reference for the SIMD ones).
 void attend_head_scalar(const KvStorage& kv, int64_t layer, int64_t kv_head,
-                        const AttentionRow& row, const float* q, float* out, float* scores);
+                        const AttentionRow& row, const float* q, float* out, float* scores,
+                        float sink);
 
 // The scalar activation quantizers (also the reference for the SIMD ones).
 void quantize_act_q8_0_scalar(const float* x, void* out, int64_t n_in);

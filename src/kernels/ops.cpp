@@ -136,6 +136,16 @@ TRELLIS_VECTOR_CLONES void gelu_tanh_mul_row(float* gate, const float* up, int64
   }
 }
 
+TRELLIS_VECTOR_CLONES void swiglu_oai_row(float* gate, const float* up, int64_t n) {
+  constexpr float kAlpha = 1.702f;
+  constexpr float kLimit = 7.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], kLimit);
+    const float u = std::clamp(up[i], -kLimit, kLimit);
+    gate[i] = g / (1.0f + exp_poly(-kAlpha * g)) * (u + 1.0f);
+  }
+}
+
 void add_row(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }

@@ -58,6 +58,10 @@ void silu_mul_row(float* gate, const float* up, int64_t n);
 // negative z).
 void gelu_tanh_mul_row(float* gate, const float* up, int64_t n);
 
+// gpt-oss's clamped SwiGLU: with g = min(gate[i], 7) and u = clamp(up[i], -7, 7),
+//   gate[i] = g * sigmoid(1.702 g) * (u + 1)
+void swiglu_oai_row(float* gate, const float* up, int64_t n);
+
 // x[i] += y[i]
 void add_row(float* x, const float* y, int64_t n);
 

@@ -6,7 +6,7 @@
 namespace trellis {
 namespace {
 
-constexpr std::array<Architecture, 9> kArchitectures = {{
+constexpr std::array<Architecture, 10> kArchitectures = {{
     // Llama 1-3, Mistral and every file that declares `llama`; Llama 3.x's rope scaling comes
     // as the rope_freqs tensor.
     {
@@ -68,6 +68,24 @@ constexpr std::array<Architecture, 9> kArchitectures = {{
         .rope_style = RopeStyle::ADJACENT,
         .ffn_kind = FfnKind::MOE,
         .expert_weights_norm = true,
+    },
+    // gpt-oss-20b / -120b: biased attention with sinks, local (window) and global layers
+    // alternating, YaRN on both; 32 or 128 biased experts, top-4 by raw score, a softmax over
+    // those four, the clamped SwiGLU.
+    {
+        .name = "gpt-oss",
+        .qkv_bias = true,
+        .output_bias = true,
+        .attention_sinks = true,
+        .ffn_norm_name = "post_attention_norm.weight",
+        .ffn_kind = FfnKind::MOE,
+        .expert_gating = ExpertGating::SOFTMAX_WEIGHT,
+        .expert_ffn_key = true,
+        .expert_biases = true,
+        .ffn_activation = FfnActivation::SWIGLU_OAI,
+        .sliding_window = true,
+        .default_swa_pattern = 2,
+        .local_rope_scaled = true,
     },
 }};
 

@@ -14,12 +14,16 @@
 #include <vector>
 
 #include "kernels/ops.h"
+#include "model/model_hparams.h"
 
 namespace trellis {
 
 enum class FfnActivation {
   SILU,       // SwiGLU: down(silu(gate) * up)
   GELU_TANH,  // GeGLU with the tanh approximation: down(gelu_tanh(gate) * up)
+  // gpt-oss's clamped SwiGLU: g = min(gate, 7), u = clamp(up, -7, 7),
+  // down(g * sigmoid(1.702 g) * (u + 1))
+  SWIGLU_OAI,
 };
 
 // What the second sublayer of every layer is; each kind selects its own tensors and keys in
@@ -30,11 +34,6 @@ enum class FfnKind {
   // (ffn_{gate,up,down}_exps); each token runs the expert_used_count best and sums their outputs
   // weighted by their router probabilities (model/moe_ffn.h).
   MOE,
-};
-
-// How router scores become the weights of a token's chosen experts.
-enum class ExpertGating {
-  SOFTMAX,  // softmax over every expert, then the chosen ones' probabilities (renormalized or not)
 };
 
 // Per-head RMSNorm of q and k (one weight of the head size shared by the heads), or of the whole
@@ -59,10 +58,16 @@ struct Architecture {
   // name: Mixtral files say `llama` and are told apart by llama.expert_count.
   std::string_view file_name = {};
   RopeStyle rope_style = RopeStyle::NEOX;
-  bool qkv_bias = false;          // attn_q/k/v.bias added after the projections (qwen2)
+  bool qkv_bias = false;     // attn_q/k/v.bias added after the projections (qwen2)
+  bool output_bias = false;  // attn_output.bias added after the output projection (gpt-oss)
+  // attn_sinks.weight: one logit per query head that joins the softmax's denominator only, so a
+  // head may attend to nothing (gpt-oss)
+  bool attention_sinks = false;
   bool fused_qkv = false;         // one attn_qkv matrix: q rows, then k rows, then v rows (phi3)
   QkNorm qk_norm = QkNorm::NONE;  // RMSNorm of q and k before RoPE (qwen3, gemma3, olmoe)
   bool post_norms = false;  // RMSNorm of each sublayer's output before the residual add (gemma3)
+  // The name of the FFN's input norm: gpt-oss's files call it post_attention_norm.
+  std::string_view ffn_norm_name = "ffn_norm.weight";
   FfnKind ffn_kind = FfnKind::DENSE;
   // MOE: the gating; whether the chosen experts' weights are renormalized to sum to 1 (fixed per
   // family, as llama.cpp does); whether the experts' FFN length is expert_feed_forward_length
@@ -71,6 +76,10 @@ struct Architecture {
   bool expert_weights_norm = false;
   bool expert_ffn_key = false;
   bool shared_expert = false;
+  // Biases of the router (ffn_gate_inp.bias, added to the scores) and of every expert's gate, up
+  // and down projections (ffn_{gate,up,down}_exps.bias; down's is added before the routing
+  // weight multiplies the expert's output) (gpt-oss).
+  bool expert_biases = false;
   bool fused_gate_up = false;  // ffn_up holds the gate rows, then the up rows; no ffn_gate (phi3)
   FfnActivation ffn_activation = FfnActivation::SILU;
   bool scale_embeddings = false;  // embeddings times sqrt(n_embd) before the first layer (gemma3)
@@ -78,6 +87,10 @@ struct Architecture {
   // have `default_swa_pattern` (gemma3: five local layers, then a global one).
   bool sliding_window = false;
   int32_t default_swa_pattern = 1;
+  // Local layers rotate as the global ones do: the same base unless rope.freq_base_swa says
+  // otherwise, and the same scaling, YaRN included (gpt-oss). Otherwise local layers have their
+  // own base (default 10000) and no scaling (gemma3).
+  bool local_rope_scaled = false;
   RopeFactors rope_factors = RopeFactors::NONE;
   // A model of this many layers divides its attention scores by sqrt(n_embd / n_head) instead of
   // sqrt(head size): Gemma 3 27B's query_pre_attn_scalar, which its GGUF files do not carry

@@ -29,6 +29,10 @@ constexpr TensorSpec norm(std::string_view name, Dim n, std::vector<float> LW::*
 constexpr TensorSpec bias(std::string_view name, Dim n, std::vector<float> LW::*member) {
   return vector_tensor(name, TensorKind::BIAS, n, member);
 }
+// One bias per expert, stacked: [n_expert][n] values.
+constexpr TensorSpec expert_bias(std::string_view name, Dim n, std::vector<float> LW::*member) {
+  return {.name = name, .kind = TensorKind::BIAS, .shape = {n, EXPERTS}, .vector = member};
+}
 
 // The attention sublayer: its norm, then the blocks the row switches on.
 void add_attention(const Architecture& arch, std::vector<TensorSpec>& out) {
@@ -51,12 +55,19 @@ void add_attention(const Architecture& arch, std::vector<TensorSpec>& out) {
     out.push_back(norm("attn_k_norm.weight", whole ? KV : HEAD, &LW::k_norm));
   }
   out.push_back(matrix("attn_output.weight", Q, EMBD, &LW::wo));
+  if (arch.output_bias) out.push_back(bias("attn_output.bias", EMBD, &LW::bo));
+  if (arch.attention_sinks) {
+    out.push_back({.name = "attn_sinks.weight",
+                   .kind = TensorKind::SINKS,
+                   .shape = {Dim::HEADS},
+                   .vector = &LW::attn_sinks});
+  }
   if (arch.post_norms) out.push_back(norm("post_attention_norm.weight", EMBD, &LW::post_attn_norm));
 }
 
 // The FFN sublayer of kind DENSE.
 void add_dense_ffn(const Architecture& arch, std::vector<TensorSpec>& out) {
-  out.push_back(norm("ffn_norm.weight", EMBD, &LW::ffn_norm));
+  out.push_back(norm(arch.ffn_norm_name, EMBD, &LW::ffn_norm));
   if (arch.fused_gate_up) {
     out.push_back(matrix("ffn_up.weight", EMBD, Dim::FF_GATE_UP, &LW::w_up));
   } else {
@@ -70,7 +81,7 @@ void add_dense_ffn(const Architecture& arch, std::vector<TensorSpec>& out) {
 // The FFN sublayer of kind MOE: the router, the stacked experts, and the shared expert when the
 // family has one.
 void add_moe_ffn(const Architecture& arch, std::vector<TensorSpec>& out) {
-  out.push_back(norm("ffn_norm.weight", EMBD, &LW::ffn_norm));
+  out.push_back(norm(arch.ffn_norm_name, EMBD, &LW::ffn_norm));
   out.push_back({.name = "ffn_gate_inp.weight",
                  .kind = TensorKind::ROUTER,
                  .shape = {EMBD, EXPERTS},
@@ -78,6 +89,12 @@ void add_moe_ffn(const Architecture& arch, std::vector<TensorSpec>& out) {
   out.push_back(experts("ffn_gate_exps.weight", EMBD, FF_EXP, &LW::gate_exps));
   out.push_back(experts("ffn_down_exps.weight", FF_EXP, EMBD, &LW::down_exps));
   out.push_back(experts("ffn_up_exps.weight", EMBD, FF_EXP, &LW::up_exps));
+  if (arch.expert_biases) {
+    out.push_back(bias("ffn_gate_inp.bias", EXPERTS, &LW::router_bias));
+    out.push_back(expert_bias("ffn_gate_exps.bias", FF_EXP, &LW::gate_exps_bias));
+    out.push_back(expert_bias("ffn_down_exps.bias", EMBD, &LW::down_exps_bias));
+    out.push_back(expert_bias("ffn_up_exps.bias", FF_EXP, &LW::up_exps_bias));
+  }
   if (arch.shared_expert) {
     out.push_back(bias("ffn_gate_inp_shexp.weight", EMBD, &LW::shared_gate));
     out.push_back(matrix("ffn_gate_shexp.weight", EMBD, FF_SHEXP, &LW::w_gate_shexp));
@@ -137,6 +154,8 @@ int64_t dim_size(Dim dim, const ModelHParams& hp) {
       return hp.n_rot / 2;
     case Dim::EXPERTS:
       return hp.n_expert;
+    case Dim::HEADS:
+      return hp.n_head;
     case Dim::FF_EXP:
       return hp.n_ff_exp;
     case Dim::FF_SHEXP:

@@ -35,6 +35,7 @@ enum class Dim {
   EXPERTS,     // n_expert
   FF_EXP,      // n_ff_exp: one expert's FFN length
   FF_SHEXP,    // n_ff_shexp: the shared expert's FFN length
+  HEADS,       // n_head: one value per query head
 };
 
 enum class TensorKind {
@@ -45,6 +46,8 @@ enum class TensorKind {
   BIAS,          // added to a projection's output; synthesized N(0, σ²)
   NORM,          // RMSNorm weights; synthesized as ones
   ROPE_FACTORS,  // per-pair frequency divisors; synthesized from the preset's rope scaling
+  SINKS,         // attention sinks, one logit per head; synthesized N(0, 1) (trained ones are of
+                 // the order of the attention scores)
 };
 
 struct TensorSpec {

@@ -24,6 +24,8 @@ struct LayerWeights {
   std::vector<float> bq, bk, bv;      // [q], [kv], [kv] when qkv_bias
   std::vector<float> q_norm, k_norm;  // [head_dim] (PER_HEAD), or [q] and [kv] (WHOLE)
   WeightView wo;                      // [q] -> [n_embd]
+  std::vector<float> bo;              // [n_embd] when output_bias
+  std::vector<float> attn_sinks;      // [n_head] when attention_sinks
   std::vector<float> post_attn_norm;  // [n_embd] when post_norms
   std::vector<float> ffn_norm;        // [n_embd]
   WeightView w_gate;                  // [n_embd] -> [n_ff] (unbound when fused_gate_up)
@@ -34,6 +36,9 @@ struct LayerWeights {
   WeightView router;                 // [n_embd] -> [n_expert]
   ExpertWeights gate_exps, up_exps;  // [n_embd] -> [n_ff_exp] per expert
   ExpertWeights down_exps;           // [n_ff_exp] -> [n_embd] per expert
+  // expert_biases: the router's [n_expert], and per expert e its run e of
+  // [n_expert][n_ff_exp] (gate, up) or [n_expert][n_embd] (down).
+  std::vector<float> router_bias, gate_exps_bias, up_exps_bias, down_exps_bias;
   // The shared expert (qwen2moe): its gate's weights, and its FFN.
   std::vector<float> shared_gate;       // [n_embd]: sigmoid(shared_gate . h) scales its output
   WeightView w_gate_shexp, w_up_shexp;  // [n_embd] -> [n_ff_shexp]

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <numeric>
 #include <span>
 #include <string>
 
@@ -52,16 +54,28 @@ Result<WeightView> bind_matrix(const GgufFile& file, const std::string& name, in
   return WeightView{(*t)->type, (*t)->data, n_in, n_out};
 }
 
-Result<std::vector<float>> bind_vector(const GgufFile& file, const std::string& name, int64_t n) {
-  Result<const GgufTensor*> t = find_tensor(file, name, {n});
+// A tensor of `shape` read as f32 values, its rows one after the other.
+Result<std::vector<float>> bind_values(const GgufFile& file, const std::string& name,
+                                       const std::vector<int64_t>& shape) {
+  Result<const GgufTensor*> t = find_tensor(file, name, shape);
   if (!t.ok()) return t.error();
-  if (!can_dequantize((*t)->type)) {
+  if (!can_dequantize((*t)->type) || !row_bytes((*t)->type, shape[0]).has_value()) {
     return Error{file.name() + ": tensor '" + name + "' has unsupported type " +
                  std::string(dtype_name((*t)->type))};
   }
-  std::vector<float> values(static_cast<size_t>(n));
-  dequantize_row((*t)->type, (*t)->data, values.data(), n);
+  const int64_t n_rows = static_cast<int64_t>(
+      std::accumulate(shape.begin() + 1, shape.end(), int64_t{1}, std::multiplies<>()));
+  const uint64_t stride = *row_bytes((*t)->type, shape[0]);
+  std::vector<float> values(static_cast<size_t>(shape[0] * n_rows));
+  for (int64_t r = 0; r < n_rows; ++r) {
+    dequantize_row((*t)->type, static_cast<const uint8_t*>((*t)->data) + r * stride,
+                   values.data() + r * shape[0], shape[0]);
+  }
   return values;
+}
+
+Result<std::vector<float>> bind_vector(const GgufFile& file, const std::string& name, int64_t n) {
+  return bind_values(file, name, {n});
 }
 
 // The tensors of the family outside the layers: each required one is there, and each one there
@@ -120,7 +134,7 @@ Status Model::bind_layer(const GgufFile& file, int64_t il, LayerWeights& layer) 
     if (spec.matrix != nullptr) {
       TRELLIS_ASSIGN(layer.*spec.matrix, bind_matrix(file, name, shape[0], shape[1]));
     } else {
-      TRELLIS_ASSIGN(layer.*spec.vector, bind_vector(file, name, shape[0]));
+      TRELLIS_ASSIGN(layer.*spec.vector, bind_values(file, name, shape));
     }
   }
   return {};
@@ -393,10 +407,12 @@ void Model::project_qkv(const LayerWeights& layer, int32_t n_rows, Workspace& ws
 }
 
 void Model::rope(int64_t il, int64_t row_begin, int64_t row_end, Workspace& ws) const {
-  // Local (sliding-window) layers have their own base and no scaling.
+  // Local (sliding-window) layers have their own base, and no scaling unless the family scales
+  // them as the global ones (Architecture::local_rope_scaled).
   const bool local = hp_.is_local_layer(il);
+  const bool unscaled = local && !arch_->local_rope_scaled;
   const auto base = static_cast<float>(local ? hp_.rope_freq_base_swa : hp_.rope_freq_base);
-  const auto scale = static_cast<float>(local ? 1.0 : hp_.rope_freq_scale);
+  const auto scale = static_cast<float>(unscaled ? 1.0 : hp_.rope_freq_scale);
   const std::vector<float>& factors = use_rope_long_ ? rope_long_ : rope_short_;
   RopeParams params{hp_.n_rot,
                     base,
@@ -404,7 +420,7 @@ void Model::rope(int64_t il, int64_t row_begin, int64_t row_end, Workspace& ws) 
                     arch_->rope_style,
                     factors.empty() ? nullptr : factors.data(),
                     static_cast<float>(hp_.rope_attn_factor)};
-  if (hp_.rope_yarn && !local) {
+  if (hp_.rope_yarn && !unscaled) {
     params.yarn = true;
     yarn_corr_dims(hp_.n_rot, hp_.n_ctx_orig, base, &params.corr_low, &params.corr_high);
   }
@@ -468,8 +484,10 @@ void Model::attention_block(const LayerWeights& layer, int64_t il, const Forward
   });
   scale_queries(n_rows, ws);
   paged_attention(kv, kv_layer, ws.attention_rows.data(), n_rows, hp_.n_head, ws.q.data(),
-                  ws.attn.data(), pool, ws.attention_scratch);
+                  ws.attn.data(), pool, ws.attention_scratch,
+                  layer.attn_sinks.empty() ? nullptr : layer.attn_sinks.data());
   matmul(layer.wo, ws.attn.data(), n_rows, ws.proj.data(), pool, ws.matmul_scratch);
+  if (arch_->output_bias) add_bias(ws.proj.data(), layer.bo, n_rows);
   add_residual(layer.post_attn_norm, n_rows, ws, pool);
 }
 

@@ -77,6 +77,7 @@ Status read_expert_keys(const GgufFile& file, const Architecture& arch, ModelHPa
   if (hp.n_ff_exp <= 0 || (arch.shared_expert && hp.n_ff_shexp <= 0))
     return invalid("the experts' feed_forward_length must be positive");
   hp.expert_weights_norm = arch.expert_weights_norm;
+  hp.expert_gating = arch.expert_gating;
   return {};
 }
 
@@ -158,7 +159,9 @@ Result<ModelHParams> read_model_hparams(const GgufFile& file) {
     Result<int64_t> window = file.get_int_or(key(HParamKey::SLIDING_WINDOW), 0);
     Result<int64_t> pattern =
         file.get_int_or(key(HParamKey::SLIDING_WINDOW_PATTERN), arch->default_swa_pattern);
-    Result<double> base_swa = file.get_float_or(key(HParamKey::ROPE_FREQ_BASE_SWA), 10000.0);
+    // Local layers that rotate as the global ones default to the global base (gpt-oss).
+    Result<double> base_swa = file.get_float_or(
+        key(HParamKey::ROPE_FREQ_BASE_SWA), arch->local_rope_scaled ? hp.rope_freq_base : 10000.0);
     if (!window.ok()) return window.error();
     if (!pattern.ok()) return pattern.error();
     if (!base_swa.ok()) return base_swa.error();

@@ -11,6 +11,13 @@ namespace trellis {
 
 class GgufFile;
 
+// How router scores become the weights of a token's chosen experts (fixed per family).
+enum class ExpertGating {
+  SOFTMAX,  // softmax over every expert, then the chosen ones' probabilities (renormalized or not)
+  // the k best raw scores chosen, then a softmax over those k only (gpt-oss)
+  SOFTMAX_WEIGHT,
+};
+
 // The most experts a mixture-of-experts file may declare (llama.cpp's bound too).
 inline constexpr int64_t kMaxExperts = 512;
 
@@ -42,7 +49,8 @@ struct ModelHParams {
   double rms_norm_eps = 1e-5;
   // Sliding-window attention (architectures that have it): layer il is local when
   // il % swa_pattern < swa_pattern - 1; a local layer's query at position p sees positions
-  // (p - n_swa, p], with its own rope base and no rope scaling. n_swa 0: every layer is global.
+  // (p - n_swa, p], with its own rope base, and no rope scaling unless the family scales local
+  // layers too (Architecture::local_rope_scaled). n_swa 0: every layer is global.
   int32_t n_swa = 0;
   int32_t swa_pattern = 1;
   double rope_freq_base_swa = 10000.0;
@@ -59,6 +67,7 @@ struct ModelHParams {
   int64_t n_ff_exp = 0;
   int64_t n_ff_shexp = 0;
   bool expert_weights_norm = false;
+  ExpertGating expert_gating = ExpertGating::SOFTMAX;
 
   int64_t head_dim() const { return n_embd_head > 0 ? n_embd_head : n_embd / n_head; }
   int64_t n_embd_q() const { return head_dim() * n_head; }

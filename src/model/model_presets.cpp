@@ -40,9 +40,11 @@ void set_family(ModelHParams& hp, std::string_view name, int64_t n_embd_head) {
   hp.n_ctx_orig = hp.n_ctx_train;
   hp.n_swa = 0;
   hp.swa_pattern = 1;
-  hp.rope_freq_base_swa = 10000.0;
   hp.rms_norm_eps = family.rms_norm_eps;
   hp.rope_freq_base = family.rope_freq_base;
+  // Local layers that rotate as the global ones have the global base (gpt-oss).
+  hp.rope_freq_base_swa =
+      find_architecture(family.architecture)->local_rope_scaled ? family.rope_freq_base : 10000.0;
 }
 
 // The experts of a mixture-of-experts family's preset.
@@ -54,6 +56,7 @@ void set_experts(ModelHParams& hp, int64_t n_expert, int64_t n_used, int64_t n_f
   hp.n_ff_shexp = n_ff_shexp;
   const Architecture& row = *find_architecture(hp.arch);
   hp.expert_weights_norm = row.expert_weights_norm;
+  hp.expert_gating = row.expert_gating;
 }
 
 void set_longrope(ModelHParams& hp, const LongRopeScaling& scaling) {
@@ -141,6 +144,21 @@ ModelPreset moe_preset(std::string name, std::string description, ModelHParams h
   return p;
 }
 
+ModelPreset gpt_oss_20b() {
+  ModelPreset p = moe_preset("gpt-oss-20b",
+                             "gpt-oss-20b shapes (gpt-oss): 24 layers, width 2880, GQA 64/8 heads "
+                             "of 64, 32 experts of 2880 (4 per token), window 128 on every other "
+                             "layer, YaRN x32 from 4096, vocab 201088",
+                             make_hparams(201088, 131072, 2880, 24, 64, 8, 2880), "gpt-oss", 64,
+                             {32, 4, 2880, 0});
+  p.hparams.n_swa = 128;
+  p.hparams.swa_pattern = 2;
+  p.hparams.rope_yarn = true;
+  p.hparams.rope_freq_scale = 1.0 / 32;
+  p.hparams.n_ctx_orig = 4096;
+  return p;
+}
+
 std::string_view family_of(const ModelPreset& preset) {
   return preset.llama3_rope ? std::string_view("llama3") : std::string_view(preset.hparams.arch);
 }
@@ -184,6 +202,7 @@ const std::vector<ModelPreset>& model_presets() {
                  "of 14336 (2 per token), vocab 32000",
                  make_hparams(32000, 32768, 4096, 32, 32, 8, 14336), "mixtral", 0,
                  {8, 2, 14336, 0}),
+      gpt_oss_20b(),
   };
   return presets;
 }

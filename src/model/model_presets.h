@@ -42,8 +42,8 @@ struct ModelPreset {
 // tiny (a few MB, for tests), tiny-wide (the same with rows of 256, which the K-quants need),
 // small (~110M parameters), tinyllama-1.1b (TinyLlama-1.1B's shapes), all llama; then the
 // published shapes of llama-3.2-1b, qwen2.5-0.5b, qwen3-0.6b, gemma-3-1b and phi-3.5-mini, and of
-// the mixtures of experts qwen3-30b-a3b, qwen1.5-moe-a2.7b, olmoe-1b-7b and mixtral-8x7b, each in
-// its own family.
+// the mixtures of experts qwen3-30b-a3b, qwen1.5-moe-a2.7b, olmoe-1b-7b, mixtral-8x7b and
+// gpt-oss-20b, each in its own family.
 const std::vector<ModelPreset>& model_presets();
 std::optional<ModelPreset> find_model_preset(std::string_view name);
 
@@ -56,8 +56,10 @@ const std::vector<std::string_view>& synth_arch_names();
 // gemma3 and llama3; a head size twice n_embd / n_head for qwen3 and gemma3 (as in Qwen3 and
 // Gemma 3, so key_length differs from n_embd / n_head); for gemma3 a sliding window of
 // min(512, n_ctx_train / 16) on five of every six layers (one of every two when the model has
-// fewer than 6 layers, so both kinds exist) with rope base 10000 there. Recasting to the
-// preset's own family returns it unchanged.
+// fewer than 6 layers, so both kinds exist) with rope base 10000 there; for gpt-oss the same
+// window on every other layer, rotated as the global ones. A mixture of experts gets the
+// family's recast experts (SynthFamily). Recasting to the preset's own family returns it
+// unchanged.
 Result<ModelPreset> preset_for_arch(const ModelPreset& preset, std::string_view arch);
 
 // The rope_freqs.weight values of Llama 3 scaling for a head of `n_rot` rotated dimensions and

@@ -41,11 +41,34 @@ float shared_gate_value(const std::vector<float>& weights, const float* h) {
   return silu / z;
 }
 
-// gate = silu(gate) * up over rows x n_ff values, on every thread (element by element, so any
+// gate = act(gate, up) over rows x n_ff values, on every thread (element by element, so any
 // split gives the same bits).
-void activate(float* gate, const float* up, int64_t n, ThreadPool& pool) {
+void activate(FfnActivation activation, float* gate, const float* up, int64_t n, ThreadPool& pool) {
   pool.parallel_for(n, kMoeActivationGranule, [&](int64_t begin, int64_t end) {
-    silu_mul_row(gate + begin, up + begin, end - begin);
+    switch (activation) {
+      case FfnActivation::SILU:
+        silu_mul_row(gate + begin, up + begin, end - begin);
+        break;
+      case FfnActivation::GELU_TANH:
+        gelu_tanh_mul_row(gate + begin, up + begin, end - begin);
+        break;
+      case FfnActivation::SWIGLU_OAI:
+        swiglu_oai_row(gate + begin, up + begin, end - begin);
+        break;
+    }
+  });
+}
+
+// Adds expert e's bias (run e of `bias`, n values each) to the rows of expert order that e's
+// tokens hold in `rows` (n values per row): the slots [first[e], first[e + 1]).
+void add_expert_biases(const std::vector<float>& bias, int64_t n, const MoeScratch& moe,
+                       int64_t n_expert, float* rows, ThreadPool& pool) {
+  const int64_t n_slots = moe.first[static_cast<size_t>(n_expert)];
+  pool.parallel_for(n_slots, kMoeRowGranule, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      const int32_t expert = moe.experts[static_cast<size_t>(moe.slot_of[static_cast<size_t>(p)])];
+      add_row(rows + p * n, bias.data() + expert * n, n);
+    }
   });
 }
 
@@ -72,7 +95,7 @@ void shared_expert(const LayerWeights& layer, const ModelHParams& hp, const floa
   const MatmulJob jobs[] = {{layer.w_gate_shexp, moe.gate.data()},
                             {layer.w_up_shexp, moe.up.data()}};
   matmul_many(jobs, h, n_rows, pool, scratch);
-  activate(moe.gate.data(), moe.up.data(), n_rows * hp.n_ff_shexp, pool);
+  activate(FfnActivation::SILU, moe.gate.data(), moe.up.data(), n_rows * hp.n_ff_shexp, pool);
   matmul(layer.w_down_shexp, moe.gate.data(), n_rows, moe.shared_out.data(), pool, scratch);
   const int64_t n_embd = hp.n_embd;
   for (int32_t r = 0; r < n_rows; ++r) {
@@ -88,7 +111,14 @@ void route_token(const float* scores, const ModelHParams& hp, float* probs, int3
                  float* weights) {
   const int64_t n = hp.n_expert;
   const int64_t k = hp.n_expert_used;
-  softmax(scores, n, probs);
+  const bool softmax_first = hp.expert_gating == ExpertGating::SOFTMAX;
+  // SOFTMAX ranks by probability; SOFTMAX_WEIGHT by raw score (the same order but for ties that
+  // rounding creates), then weighs the k chosen by a softmax of their scores.
+  if (softmax_first) {
+    softmax(scores, n, probs);
+  } else {
+    std::copy(scores, scores + n, probs);
+  }
   // Insertion into the best-k list, best first; k is small (2-8).
   int64_t n_chosen = 0;
   for (int32_t e = 0; e < n; ++e) {
@@ -105,6 +135,10 @@ void route_token(const float* scores, const ModelHParams& hp, float* probs, int3
   for (int64_t j = 0; j < k; ++j) {
     weights[j] = probs[experts[j]];
     sum += weights[j];
+  }
+  if (!softmax_first) {
+    softmax(weights, k, weights);
+    sum = 1;
   }
   if (hp.expert_weights_norm) {  // the sum clamped as llama.cpp does
     sum = std::max(sum, kMinWeightSum);
@@ -141,6 +175,10 @@ void moe_ffn(const LayerWeights& layer, const Architecture& arch, const ModelHPa
   const int64_t k = hp.n_expert_used;
   const int64_t n_ff = hp.n_ff_exp;
   matmul(layer.router, h, n_rows, moe.scores.data(), pool, matmul_scratch);
+  if (arch.expert_biases) {
+    for (int32_t r = 0; r < n_rows; ++r)
+      add_row(moe.scores.data() + r * n_expert, layer.router_bias.data(), n_expert);
+  }
   for (int32_t r = 0; r < n_rows; ++r) {
     float* scores = moe.scores.data() + r * n_expert;
     // The probabilities overwrite the scores (route_token reads each score before writing it).
@@ -160,7 +198,11 @@ void moe_ffn(const LayerWeights& layer, const Architecture& arch, const ModelHPa
         {layer.up_exps.experts[static_cast<size_t>(e)], rows, 0, m, moe.up.data() + begin * n_ff});
   }
   matmul_gathered(moe.jobs, h, n_rows, pool, matmul_scratch);
-  activate(moe.gate.data(), moe.up.data(), n_rows * k * n_ff, pool);
+  if (arch.expert_biases) {
+    add_expert_biases(layer.gate_exps_bias, n_ff, moe, n_expert, moe.gate.data(), pool);
+    add_expert_biases(layer.up_exps_bias, n_ff, moe, n_expert, moe.up.data(), pool);
+  }
+  activate(arch.ffn_activation, moe.gate.data(), moe.up.data(), n_rows * k * n_ff, pool);
   // ... then down, each expert on its run of activated rows.
   moe.jobs.clear();
   for (int64_t e = 0; e < n_expert; ++e) {
@@ -171,6 +213,9 @@ void moe_ffn(const LayerWeights& layer, const Architecture& arch, const ModelHPa
                         moe.expert_out.data() + begin * n_embd});
   }
   matmul_gathered(moe.jobs, moe.gate.data(), n_rows * k, pool, matmul_scratch);
+  // The down bias belongs to the expert's output, before the routing weight scales it.
+  if (arch.expert_biases)
+    add_expert_biases(layer.down_exps_bias, n_embd, moe, n_expert, moe.expert_out.data(), pool);
   if (arch.shared_expert) shared_expert(layer, hp, h, n_rows, moe, pool, matmul_scratch);
   // Each row's outputs in its own slot order: ((w0 y0 + w1 y1) + w2 y2) ..., each product
   // rounded before it is added, then the shared expert.

@@ -8,6 +8,10 @@
 //   out = sum_j w_j * down_Ej(silu(gate_Ej . h) * (up_Ej . h))      in the order j = 0 .. k-1
 //       [+ sigmoid(s . h) * down_s(silu(gate_s . h) * (up_s . h))]
 //
+// gpt-oss (ExpertGating::SOFTMAX_WEIGHT, expert biases, its clamped SwiGLU act):
+//   z = Wrouter . h + b;  E = the k experts of highest z;  w = softmax(z_E0 .. z_Ek-1)
+//   out = sum_j w_j * (down_Ej(act(gate_Ej . h + bg_Ej, up_Ej . h + bu_Ej)) + bd_Ej)
+//
 // Expert-grouped: a step routes all its tokens first, then runs each chosen expert once on all
 // the rows that chose it (so an expert's weights are read once per step; the experts' products
 // share one round of the thread pool, kernels/matmul.h matmul_gathered), and combines each
@@ -33,9 +37,10 @@ struct TokenRoute {
   std::vector<float> weights;
 };
 
-// Routes one token from its router scores (n_expert of them): softmax, top k (ties resolved
-// towards the lower index), the chosen weights renormalized where hp says so. `experts` and
-// `weights` receive hp.n_expert_used values each; `probs` is scratch of n_expert floats.
+// Routes one token from its router scores (n_expert of them) by hp.expert_gating: softmax, top k
+// (ties resolved towards the lower index), the chosen weights renormalized where hp says so; or
+// top k of the scores and a softmax over those. `experts` and `weights` receive
+// hp.n_expert_used values each; `probs` is scratch of n_expert floats.
 void route_token(const float* scores, const ModelHParams& hp, float* probs, int32_t* experts,
                  float* weights);
 

@@ -105,6 +105,23 @@ constexpr std::string_view kQwen3Template = R"({%- set state = namespace(last_us
   {%- endif -%}
 {%- endif -%})";
 
+// gpt-oss's harmony format: the system preamble (kHarmonyPreamble, its newlines as Jinja
+// escapes), a system message as the developer's instructions, replies on the final channel.
+constexpr std::string_view kHarmonyTemplate =
+    R"({{- '<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\nKnowledge cutoff: 2024-06\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>' -}}
+{%- for message in messages -%}
+  {%- if message['role'] == 'system' -%}
+    {{- '<|start|>developer<|message|># Instructions\n\n' + message['content'] + '<|end|>' -}}
+  {%- elif message['role'] == 'assistant' -%}
+    {{- '<|start|>assistant<|channel|>final<|message|>' + message['content'] + '<|end|>' -}}
+  {%- else -%}
+    {{- '<|start|>' + message['role'] + '<|message|>' + message['content'] + '<|end|>' -}}
+  {%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+  {{- '<|start|>assistant' -}}
+{%- endif -%})";
+
 constexpr std::string_view kLlama3Template = R"({{- bos_token -}}
 {%- for message in messages -%}
   {{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n' + message['content'] + '<|eot_id|>' -}}
@@ -177,6 +194,7 @@ ChatTemplateKind preset_chat_format(const ModelPreset& preset) {
   if (arch == "mixtral") return ChatTemplateKind::MISTRAL;
   if (arch == "gemma3") return ChatTemplateKind::GEMMA;
   if (arch == "phi3") return ChatTemplateKind::PHI3;
+  if (arch == "gpt-oss") return ChatTemplateKind::HARMONY;
   // qwen2 (Qwen2.5), qwen2moe (Qwen1.5-MoE), and any family without a format of its own
   return ChatTemplateKind::CHATML;
 }
@@ -201,6 +219,8 @@ std::string_view chat_template_source(ChatTemplateKind kind) {
       return kQwen3Template;
     case ChatTemplateKind::PHI4:
       return kPhi4Template;
+    case ChatTemplateKind::HARMONY:
+      return kHarmonyTemplate;
   }
   return kChatMlTemplate;
 }

@@ -17,6 +17,7 @@ namespace trellis {
 //   qwen3                                QWEN3
 //   gemma3                               GEMMA
 //   phi3                                 PHI3
+//   gpt-oss                              HARMONY
 // A family not listed gets CHATML.
 ChatTemplateKind preset_chat_format(const ModelPreset& preset);
 

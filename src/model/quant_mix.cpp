@@ -41,19 +41,41 @@ std::optional<QuantMix> parse_quant_mix(std::string_view name) {
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (lower == "q4_k_m") return QuantMix::Q4_K_M;
   if (lower == "q5_k_m") return QuantMix::Q5_K_M;
+  if (lower == "mxfp4_moe") return QuantMix::MXFP4_MOE;
   return std::nullopt;
 }
 
 DType quant_mix_base(QuantMix mix) {
-  return mix == QuantMix::Q4_K_M ? DType::Q4_K : DType::Q5_K;
+  switch (mix) {
+    case QuantMix::Q4_K_M:
+      return DType::Q4_K;
+    case QuantMix::Q5_K_M:
+      return DType::Q5_K;
+    case QuantMix::MXFP4_MOE:
+      return DType::MXFP4;
+  }
+  return DType::Q4_K;
 }
 
 uint32_t quant_mix_file_type(QuantMix mix) {
-  return mix == QuantMix::Q4_K_M ? 15 : 17;
+  switch (mix) {
+    case QuantMix::Q4_K_M:
+      return 15;
+    case QuantMix::Q5_K_M:
+      return 17;
+    case QuantMix::MXFP4_MOE:
+      return 38;
+  }
+  return 15;
 }
 
 DType quant_mix_type(QuantMix mix, std::string_view name, int64_t row_length, int64_t n_layer,
                      bool tied_output) {
+  if (mix == QuantMix::MXFP4_MOE) {  // blocks of 32 for both; other rows stay f16
+    const bool expert = name.find("_exps.") != std::string_view::npos;
+    if (row_length % 32 != 0) return DType::F16;
+    return expert ? DType::MXFP4 : DType::Q8_0;
+  }
   DType type = quant_mix_base(mix);
   const bool is_output = name == "output.weight" || (tied_output && name == "token_embd.weight");
   const std::optional<int64_t> layer = layer_of(name);

@@ -7,6 +7,9 @@
 //   use_more_bits(i, n) = i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2
 // A matrix whose rows are not a multiple of 256 values cannot hold K blocks and falls back as
 // llama.cpp does: Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0. 1-D tensors stay f32.
+//
+// MXFP4_MOE (gpt-oss's own files): the experts' stacked matrices (ffn_*_exps) MXFP4, every other
+// matrix Q8_0, the output included.
 #pragma once
 
 #include <cstdint>
@@ -17,13 +20,16 @@
 
 namespace trellis {
 
-enum class QuantMix { Q4_K_M, Q5_K_M };
+enum class QuantMix { Q4_K_M, Q5_K_M, MXFP4_MOE };
 
-// "q4_k_m" or "q5_k_m" (case-insensitive); nullopt for anything else.
+// "q4_k_m", "q5_k_m" or "mxfp4_moe" (case-insensitive); nullopt for anything else.
 std::optional<QuantMix> parse_quant_mix(std::string_view name);
-// The base type of the mix: Q4_K or Q5_K.
+// "q4_k_m, q5_k_m, mxfp4_moe"
+inline constexpr std::string_view kQuantMixNames = "q4_k_m, q5_k_m, mxfp4_moe";
+// The base type of the mix: Q4_K, Q5_K or MXFP4.
 DType quant_mix_base(QuantMix mix);
-// llama.cpp's general.file_type code: 15 (MOSTLY_Q4_K_M) or 17 (MOSTLY_Q5_K_M).
+// llama.cpp's general.file_type code: 15 (MOSTLY_Q4_K_M), 17 (MOSTLY_Q5_K_M) or 38
+// (MOSTLY_MXFP4_MOE).
 uint32_t quant_mix_file_type(QuantMix mix);
 // The type of the weight matrix `name` (GGUF tensor name) whose rows hold row_length values, in a
 // model of n_layer layers whose output matrix is token_embd when `tied_output`.

@@ -8,8 +8,8 @@ namespace {
 // From the published configs: Llama 2 (rope base 10^4, eps 10^-5, untied), Llama 3.2
 // (5·10^5, tied), Qwen2.5 and Qwen3 (10^6, 10^-6, tied), Gemma 3 (10^6, 10^-6, tied),
 // Phi-3 (10^4, 10^-5, untied); Qwen3-30B-A3B and Qwen1.5-MoE (10^6, 10^-6, untied), OLMoE
-// (10^4, 10^-5, untied), Mixtral (10^6, 10^-5, untied).
-constexpr std::array<SynthFamily, 10> kFamilies = {{
+// (10^4, 10^-5, untied), Mixtral (10^6, 10^-5, untied), gpt-oss (150000, 10^-5, untied).
+constexpr std::array<SynthFamily, 11> kFamilies = {{
     {.name = "llama", .architecture = "llama"},
     {.name = "llama3",
      .architecture = "llama",
@@ -53,6 +53,11 @@ constexpr std::array<SynthFamily, 10> kFamilies = {{
      .rope_freq_base = 1e6,
      .recast_experts = 8,
      .recast_experts_used = 2},
+    {.name = "gpt-oss",
+     .architecture = "gpt-oss",
+     .rope_freq_base = 150000.0,
+     .recast_experts = 16,
+     .recast_experts_used = 4},
 }};
 
 }  // namespace

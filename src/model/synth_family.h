@@ -27,7 +27,7 @@ struct SynthFamily {
 std::span<const SynthFamily> synth_families();
 // The family named `name`, or null.
 const SynthFamily* find_synth_family(std::string_view name);
-// "llama, llama3, qwen2, qwen3, gemma3, phi3, qwen3moe, qwen2moe, olmoe, mixtral"
+// "llama, llama3, qwen2, qwen3, gemma3, phi3, qwen3moe, qwen2moe, olmoe, mixtral, gpt-oss"
 std::string synth_family_names();
 
 }  // namespace trellis

@@ -53,6 +53,9 @@ SynthTensor synth_tensor(const ModelPreset& preset, const TensorSpec& spec, std:
     }
     case TensorKind::BIAS:
       return SynthTensor{std::move(name), DType::F32, std::move(shape), SynthFill::NORMAL, {}};
+    case TensorKind::SINKS:
+      return SynthTensor{std::move(name),   DType::F32, std::move(shape),
+                         SynthFill::NORMAL, {},         1.0f};
     case TensorKind::NORM:
       return SynthTensor{std::move(name), DType::F32, std::move(shape), SynthFill::ONES, {}};
     case TensorKind::ROPE_FACTORS:

@@ -164,7 +164,8 @@ bool is_synth_type(DType type) {
 Status synthesize_model(const SynthOptions& options) {
   if (!is_synth_type(options.type)) {
     return Error{"model synth: type " + std::string(dtype_name(options.type)) +
-                 " is not supported (" + quant_type_names() + ", q4_k_m, q5_k_m)"};
+                 " is not supported (" + quant_type_names() + ", " + std::string(kQuantMixNames) +
+                 ")"};
   }
   if (find_architecture(options.preset.hparams.arch) == nullptr) {
     return Error{"model synth: unsupported architecture '" + options.preset.hparams.arch + "'"};

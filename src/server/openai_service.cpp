@@ -71,7 +71,7 @@ struct OpenAiService::Generation {
   bool stream = false;
   bool include_usage = false;
   std::optional<int32_t> top_logprobs;  // nullopt: no logprobs
-  ReplyFormat reply;                     // chat: how the reply splits into reasoning, content, calls
+  ReplyFormat reply;                    // chat: how the reply splits into reasoning, content, calls
   Clock::time_point arrived = Clock::now();
 };
 
@@ -277,6 +277,13 @@ ApiResult<std::vector<TokenId>> OpenAiService::render_chat_prompt(const ChatComp
     has_tool_turns |= m.role == "tool" || !m.tool_calls.empty();
   }
   if (!req.tools.empty() || has_tool_turns) {
+    // gpt-oss's calls go to their own channel and recipient, which the reply splitter does not
+    // read yet: refused rather than answered in a syntax the model was not trained on.
+    if (chat_template_ == ChatTemplateKind::HARMONY) {
+      return invalid_request_error(
+          "tools and tool messages are not supported with the harmony chat format (gpt-oss) yet",
+          req.tools.empty() ? "messages" : "tools");
+    }
     std::vector<ChatTool> tools;
     for (const RequestTool& t : req.tools)
       tools.push_back({t.name, t.description, t.parameters.is_null() ? "" : t.parameters.dump()});
@@ -558,7 +565,8 @@ ApiResponse OpenAiService::run_stream(std::shared_ptr<Generation> g, std::shared
       if (g->chat) {  // what the splitter held back, and the tool calls, before the end
         ChoiceResult rest;
         rest.index = last.index;
-        ReplyDelta delta = splitters[i].finish(rest.tool_calls, tool_call_id_prefix(*g, rest.index));
+        ReplyDelta delta =
+            splitters[i].finish(rest.tool_calls, tool_call_id_prefix(*g, rest.index));
         rest.text = std::move(delta.content);
         rest.reasoning = std::move(delta.reasoning);
         last.called_tools = !rest.tool_calls.empty();

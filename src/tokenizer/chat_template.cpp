@@ -232,6 +232,30 @@ void render_turns(std::span<const ChatMessage> messages, std::span<const Role> r
   }
 }
 
+// gpt-oss: the system preamble, then every message as <|start|>ROLE[<|channel|>final]<|message|>
+// CONTENT<|end|>; a system message is the developer's instructions.
+void render_harmony(std::span<const ChatMessage> messages, std::span<const Role> roles,
+                    const ChatRenderOptions& options, SegmentWriter& out) {
+  out.markup("<|start|>system<|message|>" + std::string(kHarmonyPreamble) + "<|end|>");
+  for (size_t i = 0; i < messages.size(); ++i) {
+    switch (roles[i]) {
+      case Role::SYSTEM:
+        out.markup("<|start|>developer<|message|># Instructions\n\n").content(messages[i].content);
+        break;
+      case Role::ASSISTANT:
+        out.markup("<|start|>assistant<|channel|>final<|message|>").reply(messages[i].content);
+        break;
+      case Role::USER:
+      case Role::IPYTHON:
+        out.markup("<|start|>" + std::string(role_name(roles[i])) + "<|message|>")
+            .content(messages[i].content);
+        break;
+    }
+    out.markup("<|end|>");
+  }
+  if (options.add_generation_prompt) out.markup("<|start|>assistant");
+}
+
 TurnLayout turn_layout(ChatTemplateKind kind, const ChatRenderOptions& options) {
   switch (kind) {
     case ChatTemplateKind::ZEPHYR:
@@ -245,9 +269,10 @@ TurnLayout turn_layout(ChatTemplateKind kind, const ChatRenderOptions& options) 
               "<|start_header_id|>assistant<|end_header_id|>\n\n"};
     case ChatTemplateKind::CHATML:
     case ChatTemplateKind::QWEN3:
-    case ChatTemplateKind::LLAMA2:  // not a turn format; never asked for
+    case ChatTemplateKind::LLAMA2:  // not turn formats; never asked for
     case ChatTemplateKind::MISTRAL:
     case ChatTemplateKind::GEMMA:
+    case ChatTemplateKind::HARMONY:
       break;
   }
   return {"<|im_start|>", "\n", "<|im_end|>\n", "<|im_start|>assistant\n"};
@@ -275,6 +300,8 @@ std::string_view chat_template_name(ChatTemplateKind kind) {
       return "qwen3";
     case ChatTemplateKind::PHI4:
       return "phi4";
+    case ChatTemplateKind::HARMONY:
+      return "harmony";
   }
   return "?";
 }
@@ -298,6 +325,7 @@ bool text_has_bos(ChatTemplateKind kind) {
     case ChatTemplateKind::PHI3:
     case ChatTemplateKind::QWEN3:
     case ChatTemplateKind::PHI4:
+    case ChatTemplateKind::HARMONY:
       return false;
   }
   return false;
@@ -309,6 +337,9 @@ Result<ChatTemplateKind> detect_chat_template(std::string_view jinja_source) {
   }
   // The order matters where markers overlap: a ChatML or Llama-3 template may mention other
   // formats' markers in comments or branches, but its own delimiters decide how it renders.
+  // gpt-oss's channels come first: its <|end|> and <|start|> would otherwise read as others'.
+  if (contains(jinja_source, "<|channel|>") && contains(jinja_source, "<|message|>"))
+    return ChatTemplateKind::HARMONY;
   if (contains(jinja_source, "<|im_start|>")) {
     // Qwen3 is ChatML with reasoning between <think> tags; Qwen2.5's template has no such tag.
     return contains(jinja_source, "<think>") ? ChatTemplateKind::QWEN3 : ChatTemplateKind::CHATML;
@@ -378,6 +409,9 @@ Result<std::vector<ChatSegment>> render_chat_segments(ChatTemplateKind kind,
       render_turns(messages, *roles, turn_layout(kind, options), kind == ChatTemplateKind::QWEN3,
                    options, out);
       break;
+    case ChatTemplateKind::HARMONY:
+      render_harmony(messages, *roles, options, out);
+      break;
   }
   return out.take();
 }
@@ -437,6 +471,7 @@ std::span<const std::string_view> end_of_turn_texts(ChatTemplateKind kind) {
   static constexpr std::string_view kChatMl[] = {"<|im_end|>"};
   static constexpr std::string_view kGemma[] = {"<end_of_turn>"};
   static constexpr std::string_view kPhi3[] = {"<|end|>"};
+  static constexpr std::string_view kHarmony[] = {"<|return|>", "<|call|>"};
   switch (kind) {
     case ChatTemplateKind::LLAMA3:
       return kLlama3;
@@ -448,6 +483,8 @@ std::span<const std::string_view> end_of_turn_texts(ChatTemplateKind kind) {
     case ChatTemplateKind::PHI3:
     case ChatTemplateKind::PHI4:
       return kPhi3;
+    case ChatTemplateKind::HARMONY:
+      return kHarmony;
     case ChatTemplateKind::LLAMA2:
     case ChatTemplateKind::ZEPHYR:
     case ChatTemplateKind::MISTRAL:

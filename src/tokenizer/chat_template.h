@@ -45,6 +45,14 @@ inline constexpr std::string_view kChatTemplateKey = "tokenizer.chat_template";
 // {bos}, {eos}: ChatRenderOptions' spellings; `\n` is a newline), then the generation prompt:
 //   LLAMA2   {bos}[INST] <<SYS>>\n{S}\n<</SYS>>\n\n{U} [/INST] {A} {eos}{bos}[INST] {U} [/INST]
 //            (none: a user turn already ends with " [/INST]")
+//   HARMONY  <|start|>system<|message|>{preamble}<|end|>
+//            <|start|>developer<|message|>#
+//            Instructions\n\n{S}<|end|><|start|>user<|message|>{U}<|end|>
+//            <|start|>assistant<|channel|>final<|message|>{A}<|end|> ...    <|start|>assistant
+//            (gpt-oss; the preamble is the model's identity, knowledge cutoff, reasoning effort
+//            "medium" and its three channels, kHarmonyPreamble; a system message becomes a
+//            developer message; earlier replies are written on the final channel, without
+//            their reasoning)
 //   ZEPHYR   <|system|>\n{S}{eos}\n<|user|>\n{U}{eos}\n<|assistant|>\n{A}{eos}\n ... (<|role|>\n)
 //            <|assistant|>\n
 //   CHATML   <|im_start|>system\n{S}<|im_end|>\n<|im_start|>user\n{U}<|im_end|>\n ...
@@ -67,15 +75,35 @@ inline constexpr std::string_view kChatTemplateKey = "tokenizer.chat_template";
 // Content is never changed otherwise (the published Llama-2/Llama-3/Gemma Jinja templates also
 // trim it). MISTRAL is the v0.1 layout; later Mistral templates differ in spaces and where the
 // system text goes.
-enum class ChatTemplateKind { LLAMA2, ZEPHYR, CHATML, LLAMA3, MISTRAL, GEMMA, PHI3, QWEN3, PHI4 };
+enum class ChatTemplateKind {
+  LLAMA2,
+  ZEPHYR,
+  CHATML,
+  LLAMA3,
+  MISTRAL,
+  GEMMA,
+  PHI3,
+  QWEN3,
+  PHI4,
+  HARMONY
+};
 
-inline constexpr std::array<ChatTemplateKind, 9> kAllChatTemplateKinds = {
+inline constexpr std::array<ChatTemplateKind, 10> kAllChatTemplateKinds = {
     ChatTemplateKind::LLAMA2, ChatTemplateKind::ZEPHYR,  ChatTemplateKind::CHATML,
     ChatTemplateKind::LLAMA3, ChatTemplateKind::MISTRAL, ChatTemplateKind::GEMMA,
-    ChatTemplateKind::PHI3,   ChatTemplateKind::QWEN3,   ChatTemplateKind::PHI4};
+    ChatTemplateKind::PHI3,   ChatTemplateKind::QWEN3,   ChatTemplateKind::PHI4,
+    ChatTemplateKind::HARMONY};
 
-// "llama2", "zephyr", "chatml", "llama3", "mistral", "gemma", "phi3", "qwen3", "phi4": the names
-// --chat-template accepts.
+// HARMONY's system message: what gpt-oss's template writes when the request names no reasoning
+// effort, no date and no tools.
+inline constexpr std::string_view kHarmonyPreamble =
+    "You are ChatGPT, a large language model trained by OpenAI.\n"
+    "Knowledge cutoff: 2024-06\n\n"
+    "Reasoning: medium\n\n"
+    "# Valid channels: analysis, commentary, final. Channel must be included for every message.";
+
+// "llama2", "zephyr", "chatml", "llama3", "mistral", "gemma", "phi3", "qwen3", "phi4", "harmony":
+// the names --chat-template accepts.
 std::string_view chat_template_name(ChatTemplateKind kind);
 // The inverse of chat_template_name (exact, lower case). Error: an unknown name; the message lists
 // the valid ones.
@@ -87,6 +115,7 @@ bool text_has_bos(ChatTemplateKind kind);
 
 // Picks the built-in format that a Jinja chat template implements, by its distinctive markers,
 // checked in this order:
+//   `<|channel|>` with `<|message|>`            -> HARMONY  (gpt-oss)
 //   `<|im_start|>` with `<think>`               -> QWEN3
 //   `<|im_start|>`                              -> CHATML   (Qwen2.5 and most ChatML models)
 //   `<|start_header_id|>`                       -> LLAMA3
@@ -184,7 +213,9 @@ Result<std::vector<TokenId>> encode_chat(const Tokenizer& tokenizer, ChatTemplat
 
 // The texts of the tokens that end a turn in `kind`'s format, besides EOS:
 //   LLAMA3 `<|eot_id|>`, `<|eom_id|>`; CHATML, QWEN3 `<|im_end|>`; GEMMA `<end_of_turn>`;
-//   PHI3 `<|end|>`; LLAMA2, ZEPHYR, MISTRAL none (their turns end with EOS itself).
+//   PHI3 `<|end|>`; HARMONY `<|return|>` (the final answer's end) and `<|call|>` (a tool call's;
+//   its `<|end|>` ends one message of the reply, not the turn); LLAMA2, ZEPHYR, MISTRAL none
+//   (their turns end with EOS itself).
 std::span<const std::string_view> end_of_turn_texts(ChatTemplateKind kind);
 
 // The ids of end_of_turn_texts(kind) that `vocab` has (a token whose text is exactly the marker;

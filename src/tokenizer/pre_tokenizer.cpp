@@ -32,7 +32,16 @@ constexpr std::string_view kLlama3Pattern =
 constexpr std::string_view kQwen2Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+// GPT-4o / o200k (gpt-oss): a word is cased letters (and marks) then lower-case ones, or the
+// reverse, with one optional leading non-letter and an English contraction; digits in groups of
+// 1..3; punctuation runs take trailing newlines and slashes.
+constexpr std::string_view kGpt4oPattern =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
+    R"(|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
+    R"(|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 constexpr std::array<std::string_view, 1> kGpt2 = {kGpt2Pattern};
+constexpr std::array<std::string_view, 1> kGpt4o = {kGpt4oPattern};
 constexpr std::array<std::string_view, 1> kLlama3 = {kLlama3Pattern};
 constexpr std::array<std::string_view, 1> kQwen2 = {kQwen2Pattern};
 
@@ -94,7 +103,7 @@ struct PreTypeEntry {
 };
 
 // Names as llama.cpp's converter writes them to `tokenizer.ggml.pre`; several models share a list.
-constexpr std::array<PreTypeEntry, 22> kPreTypes = {{
+constexpr std::array<PreTypeEntry, 23> kPreTypes = {{
     {"default", kDefault},
     {"gpt-2", kGpt2},
     {"phi-2", kGpt2},
@@ -109,6 +118,7 @@ constexpr std::array<PreTypeEntry, 22> kPreTypes = {{
     {"dbrx", kLlama3},
     {"smaug-bpe", kLlama3},
     {"qwen2", kQwen2},
+    {"gpt-4o", kGpt4o},
     {"deepseek-r1-qwen", kQwen2},
     {"deepseek-llm", kDeepseekLlm},
     {"deepseek-coder", kDeepseekCoder},

@@ -3,9 +3,9 @@
 // that serves every request: the logits of every prompt position, and the greedy continuations
 // of all six prompts submitted at once with the prefix cache on, which must also equal the same
 // prompts run one by one with the cache off. Phi-3.5-style LongRoPE (long and short factors with
-// an attention factor) and the mixtures of experts (qwen3moe, qwen2moe, olmoe, mixtral) are
-// checked on tiny files the test synthesizes, against llama.cpp outputs kept in tests/data/longrope
-// and tests/data/moe.
+// an attention factor), YaRN and the mixtures of experts (qwen3moe, qwen2moe, olmoe, mixtral,
+// gpt-oss) are checked on tiny files the test synthesizes, against llama.cpp outputs kept in
+// tests/data/longrope, tests/data/yarn and tests/data/moe.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -36,8 +36,8 @@ struct ArchCase {
   // 0: a file of ../shared/reference-arch. N: `model synth --preset tiny --arch phi3 --longrope N
   // --type f32 --seed 7`, written by the test (tests/data/longrope/README.md).
   int64_t longrope = 0;
-  // A mixture of experts: `model synth --preset tiny-wide --arch MOE --type TYPE --seed 7`,
-  // written by the test (tests/data/moe/README.md).
+  // A mixture of experts: `model synth --preset tiny-wide --arch MOE --type TYPE --seed 7`
+  // (with `--yarn F` when yarn is set), written by the test (tests/data/moe/README.md).
   std::string moe_arch = {};
   std::string type = {};
   // > 0: `model synth --preset tiny --arch qwen3 --yarn F --type f32 --seed 7`, written by the
@@ -58,7 +58,8 @@ struct ArchCase {
 // most positions within 1e-5 and single ones up to 0.14 (gemma3). The minimum equal greedy steps
 // are the measured counts (144, 140, 144, 120, 144, 138, 143, 42, 144, 144 in the order below)
 // less a margin for other kernels' rounding. The mixtures of experts (four prompts, 96 steps):
-// F32 worst 7e-7 and every step equal; Q4_K_M worst 0.018, 73, 74, 72 and 64 steps equal.
+// F32 worst 7e-7 and every step equal; Q4_K_M worst 0.018, 73, 74, 72 and 64 steps equal;
+// gpt-oss's MXFP4 + Q8_0 mix worst 0.12, 69 steps equal.
 const ArchCase kCases[] = {
     {"llama-tiny-f32.gguf", 1e-4f, 1e-2f, 140},
     {"llama-tiny-q4_k_m.gguf", 0.25f, 0.25f, 130},
@@ -86,12 +87,15 @@ const ArchCase kCases[] = {
     {"olmoe-tiny-q4_k_m.gguf", 0.25f, 0.25f, 60, 0, "olmoe", "q4_k_m"},
     {"mixtral-tiny-f32.gguf", 1e-4f, 1e-2f, 90, 0, "mixtral", "f32"},
     {"mixtral-tiny-q4_k_m.gguf", 0.25f, 0.25f, 60, 0, "mixtral", "q4_k_m"},
+    // Sinks, biases, alternating window and YaRN on both kinds of layer, the clamped SwiGLU.
+    {"gpt-oss-tiny-f32.gguf", 1e-4f, 1e-2f, 90, 0, "gpt-oss", "f32", 4.0},
+    {"gpt-oss-tiny-mxfp4_moe.gguf", 0.25f, 0.25f, 60, 0, "gpt-oss", "mxfp4_moe", 4.0},
 };
 
 std::string reference_path(const ArchCase& c) {
   const std::string data = std::string(TRELLIS_SOURCE_DIR) + "/tests/data/";
-  if (c.longrope > 0) return data + "longrope/" + c.file;
   if (!c.moe_arch.empty()) return data + "moe/" + c.file;
+  if (c.longrope > 0) return data + "longrope/" + c.file;
   if (c.yarn > 0) return data + "yarn/" + c.file;
   return testing::shared_dir() + "/reference-arch/" + c.file;
 }
@@ -109,17 +113,18 @@ ModelPreset recast(const char* preset, const std::string& arch, Scale scale) {
 // What `model synth` writes for a synthesized case.
 SynthOptions synth_options(const ArchCase& c, const std::string& path) {
   SynthOptions options{*find_model_preset("tiny"), DType::F32, 7, "", path, 2, false, std::nullopt};
-  if (c.longrope > 0) {
-    options.preset =
-        recast("tiny", "phi3", [&](const ModelPreset& p) { return with_longrope(p, c.longrope); });
-  } else if (c.yarn > 0) {
-    options.preset =
-        recast("tiny", "qwen3", [&](const ModelPreset& p) { return with_yarn(p, c.yarn); });
-  } else {
-    options.preset = recast("tiny-wide", c.moe_arch,
-                            [](const ModelPreset& p) { return Result<ModelPreset>(p); });
+  if (!c.moe_arch.empty()) {
+    options.preset = recast("tiny-wide", c.moe_arch, [&](const ModelPreset& p) {
+      return c.yarn > 0 ? with_yarn(p, c.yarn) : Result<ModelPreset>(p);
+    });
     options.mix = parse_quant_mix(c.type);
     options.type = options.mix ? quant_mix_base(*options.mix) : dtype_from_name(c.type).value();
+  } else if (c.longrope > 0) {
+    options.preset =
+        recast("tiny", "phi3", [&](const ModelPreset& p) { return with_longrope(p, c.longrope); });
+  } else {
+    options.preset =
+        recast("tiny", "qwen3", [&](const ModelPreset& p) { return with_yarn(p, c.yarn); });
   }
   return options;
 }

@@ -2,7 +2,7 @@
 // (HERMES for ChatML, Llama 3's JSON, the generic JSON form for the rest): with tool_choice
 // required or a named function every reply is calls of declared functions whose arguments
 // validate; auto gives text or calls; streaming carries the calls as delta.tool_calls; a second
-// turn renders the calls and results back into the prompt.
+// turn renders the calls and results back into the prompt. Harmony (gpt-oss) refuses tools.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -219,6 +219,26 @@ TEST(ServerToolsErrorsTest, BadToolRequestsAreRefusedByName) {
       {{"messages", messages}, {"tools", kTools}, {"tool_choice", "none"}, {"max_tokens", 8}});
   EXPECT_EQ(none.status, 200);
   EXPECT_FALSE(none.json()["choices"][0]["message"].contains("tool_calls"));
+}
+
+TEST(ServerToolsErrorsTest, HarmonyChatsButRefusesToolsByName) {
+  // gpt-oss's format: a plain chat is answered; tools and tool turns are refused, not written in
+  // a syntax the model does not know.
+  TestServer server(with_template(ChatTemplateKind::HARMONY), long_context());
+  const json messages = {{{"role", "user"}, {"content", "Weather in Paris?"}}};
+  const HttpReply plain =
+      server.post("/v1/chat/completions", {{"messages", messages}, {"max_tokens", 4}});
+  EXPECT_EQ(plain.status, 200) << plain.body;
+  const HttpReply tools =
+      server.post("/v1/chat/completions", {{"messages", messages}, {"tools", kTools}});
+  EXPECT_EQ(tools.status, 400) << tools.body;
+  EXPECT_EQ(tools.json()["error"]["param"], "tools");
+  EXPECT_NE(tools.json()["error"]["message"].get<std::string>().find("harmony"), std::string::npos);
+  json turns = messages;
+  turns.push_back({{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "sunny"}});
+  const HttpReply tool_turn = server.post("/v1/chat/completions", {{"messages", turns}});
+  EXPECT_EQ(tool_turn.status, 400) << tool_turn.body;
+  EXPECT_EQ(tool_turn.json()["error"]["param"], "messages");
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ inline float horizontal_sum(__m256 v) {
 }  // namespace
 
 void attend_head_avx2(const KvStorage& kv, int64_t layer, int64_t kv_head, const AttentionRow& row,
-                      const float* q, float* out, float* scores) {
+                      const float* q, float* out, float* scores, float sink) {
   const KvLayout& layout = kv.layout();
   const int64_t head_dim = layout.head_dim;
   const int64_t n_vec = head_dim / 8;
@@ -44,7 +44,7 @@ void attend_head_avx2(const KvStorage& kv, int64_t layer, int64_t kv_head, const
 
   // Scores, block by block through the table: positions [j, j + n) lie in one block, from slot
   // j % block_size; scores[i] holds position first + i.
-  float max_score = -INFINITY;
+  float max_score = sink;
   for (int64_t j = first; j < n_pos;) {
     const uint8_t* keys = kv.keys(row.block_table[j / block_size], layer, kv_head);
     const int64_t slot = j % block_size;
@@ -60,7 +60,7 @@ void attend_head_avx2(const KvStorage& kv, int64_t layer, int64_t kv_head, const
     }
     j += n;
   }
-  float sum = 0.0f;
+  float sum = expf(sink - max_score);  // 0 without a sink
   for (int64_t i = 0; i < n_pos - first; ++i) {
     scores[i] = expf(scores[i] - max_score);
     sum += scores[i];

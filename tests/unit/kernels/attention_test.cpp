@@ -57,6 +57,7 @@ struct Shape {
   int32_t block_size;
   std::vector<int32_t> positions;  // one query row per entry: it attends to [0, position]
   int32_t window = 0;  // > 0: a sliding window, each row sees (position - window, position]
+  bool sinks = false;  // a sink logit per query head (gpt-oss) joins each softmax's denominator
 
   int32_t first_position(int32_t position) const {
     return window > 0 ? std::max(0, position - window + 1) : 0;
@@ -70,6 +71,7 @@ std::string describe(const Shape& s, KvType type) {
                     " positions";
   for (int32_t p : s.positions) out += " " + std::to_string(p);
   if (s.window > 0) out += " window " + std::to_string(s.window);
+  if (s.sinks) out += " sinks";
   return out;
 }
 
@@ -81,6 +83,7 @@ struct Fixture {
   std::vector<std::vector<int32_t>> tables;
   std::vector<AttentionRow> rows;
   std::vector<float> q;
+  std::vector<float> sinks;             // n_head logits when shape.sinks
   static constexpr int64_t kLayer = 1;  // not layer 0: the layer offset must be honoured
 
   static Fixture make(const Shape& shape, KvType type, uint32_t seed) {
@@ -94,7 +97,7 @@ struct Fixture {
     layout.type = type;
     Result<KvStorage> kv = KvStorage::create(layout, n_blocks);
     EXPECT_TRUE(kv.ok());
-    Fixture f{shape, std::move(kv).value(), {}, {}, {}};
+    Fixture f{shape, std::move(kv).value(), {}, {}, {}, {}};
 
     std::mt19937 rng(seed);
     std::vector<int32_t> ids(static_cast<size_t>(n_blocks));
@@ -128,6 +131,11 @@ struct Fixture {
     std::uniform_real_distribution<float> query(-3.0f, 3.0f);
     f.q.resize(shape.positions.size() * static_cast<size_t>(shape.n_head * shape.head_dim));
     for (float& x : f.q) x = query(rng);
+    // Sinks of the scores' order, so that they take a visible share of each softmax.
+    if (shape.sinks) {
+      std::uniform_real_distribution<float> sink(-2.0f, 4.0f);
+      for (int64_t h = 0; h < shape.n_head; ++h) f.sinks.push_back(sink(rng));
+    }
     return f;
   }
 
@@ -146,9 +154,11 @@ struct Fixture {
     AttentionScratch scratch;
     std::vector<float> out(q.size(), NAN);
     paged_attention(isa, kv, kLayer, rows.data(), static_cast<int64_t>(rows.size()), shape.n_head,
-                    q.data(), out.data(), pool, scratch);
+                    q.data(), out.data(), pool, scratch, sink_logits());
     return out;
   }
+
+  const float* sink_logits() const { return sinks.empty() ? nullptr : sinks.data(); }
 
   // The bound from the top of the file for one (row, head); also returns the double-precision
   // result in `exact`.
@@ -174,7 +184,10 @@ struct Fixture {
       max_score = std::max(max_score, dot * scale);
       max_abs_sum = std::max(max_abs_sum, abs_sum * scale);
     }
-    double sum = 0;
+    // A sink joins the maximum and the denominator, and weighs no value.
+    const double sink = sinks.empty() ? -INFINITY : sinks[static_cast<size_t>(h)];
+    max_score = std::max(max_score, sink);
+    double sum = std::exp(sink - max_score);
     for (double& s : scores) sum += (s = std::exp(s - max_score));
     exact.assign(static_cast<size_t>(d_model), 0.0);
     for (int32_t j = first; j < n_pos; ++j) {
@@ -209,6 +222,11 @@ std::vector<Shape> shapes() {
       {4, 2, 64, 16, {40, 5, 100, 16}, 16},
       {8, 2, 256, 16, {47, 20}, 7},
       {4, 2, 12, 8, {29, 3}, 9},
+      // Attention sinks: alone, with a window, a GQA group of 8, and the scalar fallback.
+      {8, 2, 64, 16, {40, 0, 100}, 0, true},
+      {4, 2, 64, 16, {40, 5, 100, 16}, 16, true},
+      {8, 1, 128, 8, {57, 2}, 0, true},
+      {4, 2, 12, 8, {29, 3}, 9, true},
   };
 }
 
@@ -290,7 +308,7 @@ TEST(PagedAttention, ResultsDoNotDependOnThreadsOrBatch) {
   for (KernelIsa isa : supported_isas()) {
     for (KvType type : {KvType::F16, KvType::F32}) {
       // Large enough to run on the pool (above the single-thread threshold).
-      const Shape shape{8, 2, 64, 16, {200, 150, 99}};
+      const Shape shape{8, 2, 64, 16, {200, 150, 99}, 0, true};
       const Fixture f = Fixture::make(shape, type, 5);
       const std::vector<float> one = f.run(isa, 1);
       for (int n_threads : {2, 3}) {
@@ -304,7 +322,7 @@ TEST(PagedAttention, ResultsDoNotDependOnThreadsOrBatch) {
         AttentionScratch scratch;
         std::vector<float> alone(row_floats);
         paged_attention(isa, f.kv, Fixture::kLayer, &f.rows[r], 1, shape.n_head,
-                        f.q.data() + r * row_floats, alone.data(), pool, scratch);
+                        f.q.data() + r * row_floats, alone.data(), pool, scratch, f.sink_logits());
         EXPECT_TRUE(std::equal(alone.begin(), alone.end(), one.begin() + r * row_floats))
             << kernel_isa_name(isa) << " row " << r;
       }
@@ -340,13 +358,15 @@ TEST(PagedAttention, GroupKernelGivesEachHeadTheBitsOfTheHeadKernel) {
                 (r * static_cast<size_t>(shape.n_head) + static_cast<size_t>(g * group)) *
                 head_floats;
             std::vector<float> together(static_cast<size_t>(group) * head_floats, NAN);
+            const float* sinks = f.sinks.empty() ? nullptr : f.sinks.data() + g * group;
             table.attend_group(f.kv, Fixture::kLayer, g, f.rows[r], f.q.data() + offset, group,
-                               together.data(), scratch.data());
+                               together.data(), scratch.data(), sinks);
             for (int64_t h = 0; h < group; ++h) {
               std::vector<float> alone(head_floats, NAN);
               table.attend_head(f.kv, Fixture::kLayer, g, f.rows[r],
                                 f.q.data() + offset + static_cast<size_t>(h) * head_floats,
-                                alone.data(), scratch.data());
+                                alone.data(), scratch.data(),
+                                sinks != nullptr ? sinks[h] : -INFINITY);
               ASSERT_TRUE(std::equal(alone.begin(), alone.end(),
                                      together.begin() + static_cast<ptrdiff_t>(h) *
                                                             static_cast<ptrdiff_t>(head_floats)))
@@ -360,6 +380,37 @@ TEST(PagedAttention, GroupKernelGivesEachHeadTheBitsOfTheHeadKernel) {
     }
   }
   if (checked == 0) GTEST_SKIP() << "no variant on this CPU has a group kernel";
+}
+
+TEST(PagedAttention, SinksOfMinusInfinityChangeNoBitAndAHighSinkSilencesTheHead) {
+  // A sink of -infinity is the same as none (the kernels start their max and sum from it); a sink
+  // far above every score takes almost all of the softmax, so the output nears zero.
+  for (KernelIsa isa : supported_isas()) {
+    const Shape shape{8, 2, 64, 16, {40, 5}, 0, true};
+    Fixture f = Fixture::make(shape, KvType::F16, 17);
+    std::vector<float> sinks = f.sinks;
+    f.sinks.clear();
+    const std::vector<float> none = f.run(isa, 1);
+    f.sinks.assign(static_cast<size_t>(shape.n_head), -INFINITY);
+    EXPECT_EQ(f.run(isa, 1), none) << kernel_isa_name(isa);
+    f.sinks = sinks;
+    f.sinks[3] = 1e4f;  // head 3 of every row
+    const std::vector<float> silenced = f.run(isa, 1);
+    for (size_t r = 0; r < shape.positions.size(); ++r) {
+      for (int64_t h = 0; h < shape.n_head; ++h) {
+        const size_t at = (r * 8 + static_cast<size_t>(h)) * 64;
+        const float largest =
+            std::abs(*std::max_element(silenced.begin() + static_cast<ptrdiff_t>(at),
+                                       silenced.begin() + static_cast<ptrdiff_t>(at + 64),
+                                       [](float a, float b) { return std::abs(a) < std::abs(b); }));
+        if (h == 3) {
+          EXPECT_EQ(largest, 0.0f) << kernel_isa_name(isa) << " row " << r;
+        } else {
+          EXPECT_GT(largest, 1e-3f) << kernel_isa_name(isa) << " row " << r << " head " << h;
+        }
+      }
+    }
+  }
 }
 
 TEST(PagedAttention, OnePositionReturnsItsValueExactly) {

@@ -281,6 +281,31 @@ TEST(Silu, MatchesDoubleReferenceIncludingLargeMagnitudes) {
   EXPECT_EQ(apply(silu_mul_row, {-1e20f}, 1.0f)[0], 0.0f);
 }
 
+TEST(SwigluOai, ClampsTheGateAboveAndTheUpBothWays) {
+  // g * sigmoid(1.702 g) * (u + 1) with g = min(gate, 7), u = clamp(up, -7, 7): the same
+  // roundings as SiLU's plus one for u + 1 and one for the product (8u), and the rounding of
+  // a = 1.702 g, which e^-a turns into a relative error of |a| u. The reference takes 1.702 as
+  // the f32 constant both llama.cpp and the kernel use.
+  auto reference = [](double gate, double up) {
+    const double g = std::min(gate, 7.0);
+    const double u = std::clamp(up, -7.0, 7.0);
+    return g / (1.0 + std::exp(-static_cast<double>(1.702f) * g)) * (u + 1.0);
+  };
+  const std::vector<float> gates = {-30.0f, -3.0f, -0.5f, 0.0f, 0.25f,
+                                    2.0f,   6.9f,  7.0f,  9.5f, 1e6f};
+  for (float up : {-12.0f, -7.0f, -1.0f, 0.0f, 0.5f, 6.0f, 7.5f, 1e9f}) {
+    const std::vector<float> out = apply(swiglu_oai_row, gates, up);
+    for (size_t i = 0; i < gates.size(); ++i) {
+      const double ref = reference(gates[i], up);
+      const double a = std::fabs(1.702 * std::min(gates[i], 7.0f));
+      ASSERT_NEAR(out[i], ref, (a + 8) * kU * std::fabs(ref) + 1e-30) << gates[i] << " " << up;
+    }
+  }
+  // Past the limits nothing grows: gate 1e6 acts as 7 and up 1e9 as 7.
+  EXPECT_EQ(apply(swiglu_oai_row, {1e6f}, 1e9f)[0], apply(swiglu_oai_row, {7.0f}, 7.0f)[0]);
+  EXPECT_EQ(apply(swiglu_oai_row, {2.0f}, -1.0f)[0], 0.0f);  // u + 1 = 0
+}
+
 TEST(GeluTanh, MatchesDoubleReferenceIncludingLargeMagnitudes) {
   // Through z / (1 + e^(-2u)): u = c (z + 0.044715 z^3) takes 5 roundings and two rounded
   // constants (no cancellation: both terms have z's sign), so it carries a relative error of at

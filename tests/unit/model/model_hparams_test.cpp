@@ -144,8 +144,9 @@ TEST(ModelHParams, ReadsEachFamilysKeys) {
   EXPECT_NE(lengths.error().message.find("key_length and value_length"), std::string::npos);
   Result<ModelHParams> unknown = read_arch("mamba", [](GgufWriter&) {});
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.error().message.find("unsupported architecture 'mamba' (supported: llama, "
-                                         "qwen2, qwen3, gemma3, phi3, qwen3moe, qwen2moe, olmoe)"),
+  EXPECT_NE(unknown.error().message.find(
+                "unsupported architecture 'mamba' (supported: llama, "
+                "qwen2, qwen3, gemma3, phi3, qwen3moe, qwen2moe, olmoe, gpt-oss)"),
             std::string::npos)
       << unknown.error().message;
 }

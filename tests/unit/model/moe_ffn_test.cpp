@@ -72,6 +72,19 @@ TEST(MoeRouting, RenormalizedWeightsSumToOne) {
   EXPECT_FLOAT_EQ(one.weights[0], 1.0f);
 }
 
+TEST(MoeRouting, SoftmaxWeightGatingChoosesByScoreAndWeighsBySoftmaxOfTheChosen) {
+  // gpt-oss: the k best raw scores, then a softmax over those k only.
+  ModelHParams hp = experts_of(6, 2, false);
+  hp.expert_gating = ExpertGating::SOFTMAX_WEIGHT;
+  const Routed r = route({0.1f, 2.0f, -1.0f, 1.5f, 0.7f, 3.0f}, hp);
+  EXPECT_EQ(r.experts, (std::vector<int32_t>{5, 1}));
+  EXPECT_NEAR(r.weights[0], 1.0 / (1.0 + std::exp(2.0 - 3.0)), 1e-6);
+  EXPECT_NEAR(r.weights[0] + r.weights[1], 1.0, 1e-6);
+  // With SOFTMAX over all six and no renormalization the same experts weigh much less.
+  const Routed all = route({0.1f, 2.0f, -1.0f, 1.5f, 0.7f, 3.0f}, experts_of(6, 2, false));
+  EXPECT_LT(all.weights[0], r.weights[0] - 0.05f);
+}
+
 // `stacked` rewritten as Mixtral's older files were: blk.N.ffn_gate.E.weight etc., one tensor per
 // expert, instead of each stacked ffn_*_exps.weight.
 void write_per_expert(const GgufFile& stacked, const std::string& path) {

@@ -43,6 +43,7 @@ TEST(PresetChatTemplates, EachPresetHasItsRealModelsFormat) {
       {"qwen1.5-moe-a2.7b", ChatTemplateKind::CHATML},
       {"olmoe-1b-7b", ChatTemplateKind::CHATML},
       {"mixtral-8x7b", ChatTemplateKind::MISTRAL},
+      {"gpt-oss-20b", ChatTemplateKind::HARMONY},
   };
   for (const ModelPreset& preset : model_presets()) {
     auto it = expected.find(preset.name);
@@ -56,11 +57,12 @@ TEST(PresetChatTemplates, EachPresetHasItsRealModelsFormat) {
 
 TEST(PresetChatTemplates, ARecastPresetTakesItsNewFamilysFormat) {
   const std::map<std::string, ChatTemplateKind> expected = {
-      {"llama", ChatTemplateKind::ZEPHYR},   {"llama3", ChatTemplateKind::LLAMA3},
-      {"qwen2", ChatTemplateKind::CHATML},   {"qwen3", ChatTemplateKind::QWEN3},
-      {"gemma3", ChatTemplateKind::GEMMA},   {"phi3", ChatTemplateKind::PHI3},
-      {"qwen3moe", ChatTemplateKind::QWEN3}, {"qwen2moe", ChatTemplateKind::CHATML},
-      {"olmoe", ChatTemplateKind::CHATML},   {"mixtral", ChatTemplateKind::MISTRAL},
+      {"llama", ChatTemplateKind::ZEPHYR},    {"llama3", ChatTemplateKind::LLAMA3},
+      {"qwen2", ChatTemplateKind::CHATML},    {"qwen3", ChatTemplateKind::QWEN3},
+      {"gemma3", ChatTemplateKind::GEMMA},    {"phi3", ChatTemplateKind::PHI3},
+      {"qwen3moe", ChatTemplateKind::QWEN3},  {"qwen2moe", ChatTemplateKind::CHATML},
+      {"olmoe", ChatTemplateKind::CHATML},    {"mixtral", ChatTemplateKind::MISTRAL},
+      {"gpt-oss", ChatTemplateKind::HARMONY},
   };
   for (std::string_view arch : synth_arch_names()) {
     Result<ModelPreset> recast = preset_for_arch(*find_model_preset("phi-3.5-mini"), arch);

@@ -20,6 +20,20 @@ TEST(QuantMix, ParsesNamesAndCodes) {
   EXPECT_EQ(quant_mix_base(QuantMix::Q5_K_M), DType::Q5_K);
   EXPECT_EQ(quant_mix_file_type(QuantMix::Q4_K_M), 15u);
   EXPECT_EQ(quant_mix_file_type(QuantMix::Q5_K_M), 17u);
+  EXPECT_EQ(parse_quant_mix("MXFP4_MOE"), QuantMix::MXFP4_MOE);
+  EXPECT_EQ(quant_mix_base(QuantMix::MXFP4_MOE), DType::MXFP4);
+  EXPECT_EQ(quant_mix_file_type(QuantMix::MXFP4_MOE), 38u);
+}
+
+TEST(QuantMix, Mxfp4MoeQuantizesTheExpertsToMxfp4AndTheRestToQ8_0) {
+  const QuantMix m = QuantMix::MXFP4_MOE;
+  // gpt-oss-20b's rows of 2880 values: 90 blocks of 32, no K blocks.
+  EXPECT_EQ(quant_mix_type(m, "blk.3.ffn_gate_exps.weight", 2880, 24, false), DType::MXFP4);
+  EXPECT_EQ(quant_mix_type(m, "blk.3.ffn_down_exps.weight", 2880, 24, false), DType::MXFP4);
+  EXPECT_EQ(quant_mix_type(m, "blk.3.attn_q.weight", 2880, 24, false), DType::Q8_0);
+  EXPECT_EQ(quant_mix_type(m, "output.weight", 2880, 24, false), DType::Q8_0);
+  EXPECT_EQ(quant_mix_type(m, "token_embd.weight", 2880, 24, false), DType::Q8_0);
+  EXPECT_EQ(quant_mix_type(m, "blk.0.attn_k.weight", 100, 24, false), DType::F16);
 }
 
 TEST(QuantMix, MoreBitsForTheOutputAndSomeLayersValuesAndDownProjections) {

@@ -44,11 +44,12 @@ std::string render_ok(ChatTemplateKind kind, const std::vector<ChatMessage>& mes
 
 // ---- names ----
 
-const std::string kAllNames = "llama2, zephyr, chatml, llama3, mistral, gemma, phi3, qwen3, phi4";
+const std::string kAllNames =
+    "llama2, zephyr, chatml, llama3, mistral, gemma, phi3, qwen3, phi4, harmony";
 
 TEST(ChatTemplateTest, NamesRoundTrip) {
   const std::vector<std::string> names = {"llama2", "zephyr", "chatml", "llama3", "mistral",
-                                          "gemma",  "phi3",   "qwen3",  "phi4"};
+                                          "gemma",  "phi3",   "qwen3",  "phi4",   "harmony"};
   ASSERT_EQ(names.size(), kAllChatTemplateKinds.size());
   for (size_t i = 0; i < names.size(); ++i) {
     EXPECT_EQ(chat_template_name(kAllChatTemplateKinds[i]), names[i]);
@@ -185,8 +186,8 @@ TEST(ChatTemplateTest, Phi4IsPhi3WithoutNewlines) {
   // Tools go between <|tool|> markers in the system turn.
   std::vector<ChatMessage> with_tools = kConversation;
   with_tools[0].tools_json = "[{\"name\": \"f\"}]";
-  EXPECT_EQ(render_ok(ChatTemplateKind::PHI4, with_tools, false).rfind(
-                "<|system|>Be brief.<|tool|>[{\"name\": \"f\"}]<|/tool|><|end|><|user|>", 0),
+  EXPECT_EQ(render_ok(ChatTemplateKind::PHI4, with_tools, false)
+                .rfind("<|system|>Be brief.<|tool|>[{\"name\": \"f\"}]<|/tool|><|end|><|user|>", 0),
             0u);
   // Phi-4-mini's template: Phi-3's markers plus <|tool|>.
   Result<ChatTemplateKind> detected = detect_chat_template(
@@ -269,6 +270,23 @@ TEST(ChatTemplateTest, SegmentsSeparateMarkupFromContent) {
   }
 }
 
+TEST(ChatTemplateTest, HarmonyWritesThePreambleInstructionsAndFinalChannelReplies) {
+  const std::string preamble =
+      "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+      "Knowledge cutoff: 2024-06\n\nReasoning: medium\n\n# Valid channels: analysis, "
+      "commentary, final. Channel must be included for every message.<|end|>";
+  const std::string conversation = preamble +
+                                   "<|start|>developer<|message|># Instructions\n\nBe brief.<|end|>"
+                                   "<|start|>user<|message|>Hi!<|end|>"
+                                   "<|start|>assistant<|channel|>final<|message|>Hello.<|end|>"
+                                   "<|start|>user<|message|>Name a color.<|end|>";
+  EXPECT_EQ(render_ok(ChatTemplateKind::HARMONY, kConversation, true),
+            conversation + "<|start|>assistant");
+  EXPECT_EQ(render_ok(ChatTemplateKind::HARMONY, kConversation, false), conversation);
+  EXPECT_EQ(render_ok(ChatTemplateKind::HARMONY, kSingleUser, true),
+            preamble + "<|start|>user<|message|>Hi!<|end|><|start|>assistant");
+}
+
 TEST(ChatTemplateTest, EndOfTurnTextsPerFormat) {
   auto texts = [](ChatTemplateKind kind) {
     std::span<const std::string_view> span = end_of_turn_texts(kind);
@@ -280,6 +298,7 @@ TEST(ChatTemplateTest, EndOfTurnTextsPerFormat) {
   EXPECT_EQ(texts(ChatTemplateKind::QWEN3), Texts{"<|im_end|>"});
   EXPECT_EQ(texts(ChatTemplateKind::GEMMA), Texts{"<end_of_turn>"});
   EXPECT_EQ(texts(ChatTemplateKind::PHI3), Texts{"<|end|>"});
+  EXPECT_EQ(texts(ChatTemplateKind::HARMONY), (Texts{"<|return|>", "<|call|>"}));
   for (ChatTemplateKind kind :
        {ChatTemplateKind::LLAMA2, ChatTemplateKind::ZEPHYR, ChatTemplateKind::MISTRAL}) {
     EXPECT_TRUE(texts(kind).empty()) << chat_template_name(kind) << ": turns end with EOS";
@@ -462,6 +481,11 @@ TEST(ChatTemplateTest, DetectionOrderDecidesOverlappingMarkers) {
   // A ChatML template that also handles [INST]-style input is still ChatML.
   expect_detected("{# legacy: [INST] <<SYS>> #}<|im_start|>", ChatTemplateKind::CHATML);
   expect_detected("[INST] <|start_header_id|>", ChatTemplateKind::LLAMA3);
+  // gpt-oss's template spells the channels; its <|end|> and role names do not make it PHI3.
+  expect_detected(
+      "{{- '<|start|>assistant<|channel|>final<|message|>' }}{{- '<|end|>' }}"
+      "{{- '<|user|><|assistant|>' }}",
+      ChatTemplateKind::HARMONY);
   // Zephyr needs both role headers.
   Result<ChatTemplateKind> only_user = detect_chat_template("{{ '<|user|>\\n' }}");
   EXPECT_FALSE(only_user.ok());

@@ -63,6 +63,15 @@ TEST(PreTokenizerTest, Qwen2SplitsEveryDigit) {
   EXPECT_EQ(split("qwen2", "1234 ab"), (Pieces{"1", "2", "3", "4", " ab"}));
 }
 
+TEST(PreTokenizerTest, Gpt4oSplitsCamelCaseAndKeepsContractionsWithTheWord) {
+  // gpt-oss's pre type: an upper-case run then lower-case letters make one word, so camel case
+  // splits before each capital; contractions stay with their word; digits go in threes; a
+  // punctuation run takes the newline after it.
+  EXPECT_EQ(split("gpt-4o", "HelloWorld's JSONParser 1234567"),
+            (Pieces{"Hello", "World's", " JSONParser", " ", "123", "456", "7"}));
+  EXPECT_EQ(split("gpt-4o", "a/b;\nc  d"), (Pieces{"a", "/b", ";\n", "c", " ", " d"}));
+}
+
 TEST(PreTokenizerTest, StarcoderIsolatesDigitsBeforeTheGpt2Pattern) {
   EXPECT_EQ(split("starcoder", "a123 b"), (Pieces{"a", "1", "2", "3", " b"}));
   EXPECT_EQ(split("refact", " 42"), (Pieces{" ", "4", "2"}));

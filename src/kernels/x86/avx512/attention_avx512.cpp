@@ -140,7 +140,7 @@ inline RunView widen_run(const uint8_t* run, int64_t n, int64_t head_dim, size_t
 // L1. Each head's arithmetic is exactly that of a call for that head alone.
 template <int kVec>
 void attend_heads(const KvStorage& kv, int64_t layer, int64_t kv_head, const AttentionRow& row,
-                  const float* q, int64_t n_q, float* out, float* scratch) {
+                  const float* q, int64_t n_q, float* out, float* scratch, const float* sinks) {
   const KvLayout& layout = kv.layout();
   const int64_t head_dim = layout.head_dim;
   const int64_t n_vec = kVec > 0 ? kVec : (head_dim + 15) / 16;
@@ -165,7 +165,9 @@ void attend_heads(const KvStorage& kv, int64_t layer, int64_t kv_head, const Att
 
   // Scores: head h's scores[i] (at scratch + h n_scores) holds position first + i.
   __m512 max16[kMaxGroup];
-  for (int64_t h = 0; h < n_q; ++h) max16[h] = _mm512_set1_ps(-INFINITY);
+  // Each head's max starts from its sink (-infinity without one).
+  auto sink_of = [&](int64_t h) { return sinks != nullptr ? sinks[h] : -INFINITY; };
+  for (int64_t h = 0; h < n_q; ++h) max16[h] = _mm512_set1_ps(sink_of(h));
   const RowRuns runs{kv, row, layer, kv_head, row_bytes};
   runs.for_each(true, [&](int64_t begin, int64_t end, const uint8_t* run) {
     const RunView keys = view(run, end - begin);
@@ -218,7 +220,9 @@ void attend_heads(const KvStorage& kv, int64_t layer, int64_t kv_head, const Att
     }
     // The weights e_j / sum, sixteen at a time: the same products the output loop would form one
     // position at a time, taken out of it.
-    const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(total));
+    // The sink joins the denominator only (exp(-infinity) = 0 without one).
+    const __m512 inv =
+        _mm512_set1_ps(1.0f / (_mm512_reduce_add_ps(total) + expf(sink_of(h) - max_score)));
     for (int64_t i = 0; i < n_scores; i += 16) {
       const __mmask16 lanes = first_lanes(n_scores - i);
       _mm512_mask_storeu_ps(scores + i, lanes,
@@ -260,31 +264,34 @@ void attend_heads(const KvStorage& kv, int64_t layer, int64_t kv_head, const Att
 }
 
 void attend_heads_any(const KvStorage& kv, int64_t layer, int64_t kv_head, const AttentionRow& row,
-                      const float* q, int64_t n_q, float* out, float* scratch) {
+                      const float* q, int64_t n_q, float* out, float* scratch, const float* sinks) {
   switch (kv.layout().head_dim) {
     case 64:
-      return attend_heads<4>(kv, layer, kv_head, row, q, n_q, out, scratch);
+      return attend_heads<4>(kv, layer, kv_head, row, q, n_q, out, scratch, sinks);
     case 128:
-      return attend_heads<8>(kv, layer, kv_head, row, q, n_q, out, scratch);
+      return attend_heads<8>(kv, layer, kv_head, row, q, n_q, out, scratch, sinks);
     default:
-      return attend_heads<0>(kv, layer, kv_head, row, q, n_q, out, scratch);
+      return attend_heads<0>(kv, layer, kv_head, row, q, n_q, out, scratch, sinks);
   }
 }
 
 }  // namespace
 
 void attend_head_avx512(const KvStorage& kv, int64_t layer, int64_t kv_head,
-                        const AttentionRow& row, const float* q, float* out, float* scores) {
-  attend_heads_any(kv, layer, kv_head, row, q, 1, out, scores);
+                        const AttentionRow& row, const float* q, float* out, float* scores,
+                        float sink) {
+  // -infinity stands for "no sink" in the group kernel's terms too: exp(-inf - max) = 0.
+  attend_heads_any(kv, layer, kv_head, row, q, 1, out, scores, &sink);
 }
 
 void attend_group_avx512(const KvStorage& kv, int64_t layer, int64_t kv_head,
                          const AttentionRow& row, const float* q, int64_t n_q, float* out,
-                         float* scratch) {
+                         float* scratch, const float* sinks) {
   const int64_t head_dim = kv.layout().head_dim;
   for (int64_t h = 0; h < n_q; h += kMaxGroup) {
     const int64_t n = n_q - h < kMaxGroup ? n_q - h : kMaxGroup;
-    attend_heads_any(kv, layer, kv_head, row, q + h * head_dim, n, out + h * head_dim, scratch);
+    attend_heads_any(kv, layer, kv_head, row, q + h * head_dim, n, out + h * head_dim, scratch,
+                     sinks != nullptr ? sinks + h : nullptr);
   }
 }
 

@@ -10,15 +10,17 @@ namespace trellis::kernels_detail {
 constexpr int64_t kAttendAvx512MaxHeadDim = 256;
 
 // Precondition: kv.layout().head_dim % 8 == 0, head_dim <= kAttendAvx512MaxHeadDim, and the CPU
-// has AVX-512 F, BW and VL. `scores` holds at least row.position + 1 floats.
+// has AVX-512 F, BW and VL. `scores` holds at least row.position + 1 floats; `sink`: -infinity
+// for none.
 void attend_head_avx512(const KvStorage& kv, int64_t layer, int64_t kv_head,
-                        const AttentionRow& row, const float* q, float* out, float* scores);
+                        const AttentionRow& row, const float* q, float* out, float* scores,
+                        float sink);
 
 // The n_q query heads of one row that read kv head `kv_head` (an AttendGroupKernel): the same bits
 // as attend_head_avx512 for each head alone. Same preconditions; `scratch` holds
-// attend_group_scratch_floats(kv.layout(), n_q, row) floats.
+// attend_group_scratch_floats(kv.layout(), n_q, row) floats; `sinks`: n_q logits, or null.
 void attend_group_avx512(const KvStorage& kv, int64_t layer, int64_t kv_head,
                          const AttentionRow& row, const float* q, int64_t n_q, float* out,
-                         float* scratch);
+                         float* scratch, const float* sinks);
 
 }  // namespace trellis::kernels_detail
