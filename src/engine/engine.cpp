@@ -9,13 +9,13 @@
 #include <optional>
 #include <utility>
 
+#include "engine/constrained_decoding.h"
 #include "engine/disk_prefix.h"
 #include "engine/local_executor.h"
 #include "engine/model_runtime.h"
 #include "engine/pipeline_executor.h"
 #include "engine/stop_matcher.h"
 #include "sample/rng.h"
-#include "engine/constrained_decoding.h"
 #include "sample/sampler.h"
 
 namespace trellis {
@@ -396,7 +396,7 @@ Result<std::shared_ptr<Engine::Request>> Engine::make_request(EngineRequest para
   Result<Sampler> sampler = Sampler::create(params.sampling, n_vocab_);
   if (!sampler.ok()) return sampler.error();
   r->sampler.emplace(std::move(sampler).value());
-  r->stop.emplace(r->condition, *tokenizer_);
+  r->stop.emplace(r->condition, *tokenizer_, params.spelled_tokens);
   if (params.grammar) {
     r->grammar.emplace(grammars_->cursor(params.grammar));
     r->masked_logits.reserve(static_cast<size_t>(n_vocab_));
@@ -911,7 +911,8 @@ FinishReason Engine::append_forced_tokens(Request& r, std::string& text) {
     ++n_forced_tokens_;
     if (finished != FinishReason::NONE) break;
     const GrammarCursor::Advance advanced = r.grammar->advance(token);
-    if (advanced == GrammarCursor::Advance::COMPLETE) return r.stop->finish(FinishReason::STOP, text);
+    if (advanced == GrammarCursor::Advance::COMPLETE)
+      return r.stop->finish(FinishReason::STOP, text);
     if (advanced == GrammarCursor::Advance::FAILED) {  // forced_tokens() spelled it: cannot be
       r.output.error = "jump-forward left the grammar";
       return FinishReason::ERROR;

@@ -30,9 +30,9 @@
 #include "cluster/pipeline.h"
 #include "engine/step_executor.h"
 #include "gguf/gguf_file.h"
+#include "grammar/grammar.h"
 #include "kv/block_pool.h"
 #include "kv/kv_storage.h"
-#include "grammar/grammar.h"
 #include "kvdisk/disk_tier.h"
 #include "model/model.h"
 #include "prefix/prefix_cache.h"
@@ -82,6 +82,9 @@ struct EngineRequest {
   // More tokens that end generation like EOS (say a chat format's end of turn): finish reason
   // STOP, their text never emitted. Ignored with ignore_eos. Each must be inside the vocab.
   std::vector<TokenId> stop_token_ids;
+  // Control tokens whose text goes into the output (a chat format's markup that the reply is
+  // split by, harmony's <|channel|> ...); other control tokens yield no text.
+  std::vector<TokenId> spelled_tokens;
   std::string cache_namespace;  // prefixes are shared only inside a namespace
   bool return_logits = false;   // keep the logits each token was sampled from
   // -1: none. k >= 0: each generated token's log-probability and its k most likely alternatives
@@ -214,7 +217,7 @@ struct EngineStats {
   int64_t n_cache_leaves = 0;  // radix tree leaves: cached sequences that extend no other
   int64_t n_steps = 0;
   int64_t n_preemptions = 0;
-  int64_t n_forced_tokens = 0;  // tokens jump-forward appended instead of sampling, in total
+  int64_t n_forced_tokens = 0;      // tokens jump-forward appended instead of sampling, in total
   double scheduler_ms = 0;          // time spent planning steps, in total
   int32_t max_steps_in_flight = 0;  // the most steps down a pipeline at once (1 in one process)
   bool has_disk_tier = false;
@@ -374,7 +377,7 @@ class Engine {
   size_t in_flight_head_ = 0;
   size_t n_in_flight_ = 0;
   size_t max_in_flight_ = 0;
-  std::string failed_;  // failure_, as the loop thread knows it (read without the lock)
+  std::string failed_;           // failure_, as the loop thread knows it (read without the lock)
   int64_t n_forced_tokens_ = 0;  // jump-forward's tokens (EngineStats::n_forced_tokens)
 
   // Shared with callers, under mutex_.

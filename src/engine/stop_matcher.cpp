@@ -4,8 +4,11 @@
 
 namespace trellis {
 
-StopMatcher::StopMatcher(const StopCondition& condition, const Tokenizer& tokenizer)
-    : condition_(condition), decoder_(tokenizer), strings_(condition.stop_strings) {
+StopMatcher::StopMatcher(const StopCondition& condition, const Tokenizer& tokenizer,
+                         std::vector<TokenId> spelled)
+    : condition_(condition),
+      decoder_(tokenizer, std::move(spelled)),
+      strings_(condition.stop_strings) {
   assert(condition.validate().ok());
   decoded_.reserve(tokenizer.max_decoded_bytes() + 16);
 }

@@ -29,8 +29,10 @@ class StopMatcher {
     bool finished() const { return finish_reason != FinishReason::NONE; }
   };
 
-  // Precondition: condition.validate() is ok. `tokenizer` must outlive the matcher.
-  StopMatcher(const StopCondition& condition, const Tokenizer& tokenizer);
+  // Precondition: condition.validate() is ok. `tokenizer` must outlive the matcher. The text of
+  // `spelled` control tokens is output (StreamDecoder).
+  StopMatcher(const StopCondition& condition, const Tokenizer& tokenizer,
+              std::vector<TokenId> spelled = {});
 
   // Feeds the next generated token. Precondition: !finished().
   Step push(TokenId id);

@@ -148,6 +148,7 @@ OpenAiService::OpenAiService(Engine& engine, ServerConfig config)
     chat_template_warning_ = "chat requests use ChatML: " + detected.error().message;
   }
   chat_stop_tokens_ = chat_stop_tokens(engine_.tokenizer().vocab(), chat_template_);
+  chat_markup_tokens_ = chat_markup_tokens(engine_.tokenizer().vocab(), chat_template_);
   std::random_device device;
   seed_base_ = (static_cast<uint64_t>(device()) << 32) ^ device();
 }
@@ -325,8 +326,13 @@ ApiResult<OpenAiService::Generation> OpenAiService::prepare_chat(std::string_vie
   if (!g.ok()) return g;
   // The reply ends with the model's turn, at the format's end-of-turn token as at EOS.
   g->request.stop_token_ids = chat_stop_tokens_;
-  g->reply.split_reasoning = config_.separate_reasoning &&
-                             chat_template_ == ChatTemplateKind::QWEN3 && req.enable_thinking;
+  // Harmony's reply is messages on channels, split by its markup tokens: they are kept in the
+  // text, and the analysis channel is the reasoning.
+  g->request.spelled_tokens = chat_markup_tokens_;
+  g->reply.harmony = chat_template_ == ChatTemplateKind::HARMONY;
+  g->reply.split_reasoning =
+      config_.separate_reasoning &&
+      ((chat_template_ == ChatTemplateKind::QWEN3 && req.enable_thinking) || g->reply.harmony);
   if (!req.tools.empty() && req.tool_choice.mode != ToolChoiceMode::NONE) {
     ToolGrammarOptions options;
     options.syntax = tool_call_syntax(chat_template_);

@@ -26,9 +26,9 @@
 #include "server/client_presence.h"
 #include "server/http_api.h"
 #include "server/openai_protocol.h"
+#include "server/openai_response.h"
 #include "server/output_constraint.h"
 #include "server/reply_memory.h"
-#include "server/openai_response.h"
 #include "server/server_config.h"
 #include "server/server_metrics.h"
 
@@ -116,10 +116,11 @@ class OpenAiService : public HttpApi {
   bool has_disk_tier_ = false;  // usage then says how many cached tokens came from disk
   ProtocolLimits limits_;
   ChatTemplateKind chat_template_ = ChatTemplateKind::CHATML;
-  std::vector<TokenId> chat_stop_tokens_;  // the template's end-of-turn tokens in this vocab
-  std::string chat_template_warning_;      // see chat_template_warning()
+  std::vector<TokenId> chat_stop_tokens_;    // the template's end-of-turn tokens in this vocab
+  std::vector<TokenId> chat_markup_tokens_;  // the markup its replies are split by (harmony)
+  std::string chat_template_warning_;        // see chat_template_warning()
   std::unique_ptr<ConstraintCompiler> constraints_;  // compiled grammars, by source
-  std::unique_ptr<ReplyMemory> replies_;  // recent replies' tokens (exact re-rendering)
+  std::unique_ptr<ReplyMemory> replies_;             // recent replies' tokens (exact re-rendering)
   ServerMetrics metrics_;
   std::atomic<int32_t> in_flight_{0};
   std::atomic<bool> shutting_down_{false};

@@ -1,5 +1,6 @@
 #include "server/reply_splitter.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
@@ -12,6 +13,14 @@ constexpr std::string_view kThinkClose = "</think>";
 constexpr std::string_view kCallOpen = "<tool_call>";
 constexpr std::string_view kCallClose = "</tool_call>";
 constexpr std::string_view kFunctools = "functools[";
+constexpr std::string_view kHarmonyMessage = "<|message|>";
+constexpr std::string_view kHarmonyEnd = "<|end|>";
+constexpr std::string_view kHarmonyChannel = "<|channel|>";
+// What a harmony header may begin with (the first message's <|start|>assistant is the prompt's).
+constexpr std::string_view kHarmonyHeaderStarts[] = {"<|start|>", kHarmonyChannel,
+                                                     " to=", "<|constrain|>"};
+// A header longer than this is not one: its text is the model's, shown as content.
+constexpr size_t kMaxHarmonyHeader = 256;
 
 // The length of the longest suffix of `text` that is a proper prefix of `marker`.
 size_t partial_marker_suffix(std::string_view text, std::string_view marker) {
@@ -214,6 +223,36 @@ void ReplySplitter::decode_answer(std::string& content, bool at_end) {
   if (at_end) pending_.clear();  // an escape cut by max_tokens
 }
 
+bool ReplySplitter::read_harmony_header(bool at_end) {
+  const size_t at = pending_.find(kHarmonyMessage);
+  const std::string_view text = pending_;
+  bool header_like = false;
+  for (std::string_view start : kHarmonyHeaderStarts) {
+    const size_t n = std::min(text.size(), start.size());
+    header_like |= text.substr(0, n) == start.substr(0, n);
+  }
+  header_like &= (at == std::string::npos ? text.size() : at) <= kMaxHarmonyHeader;
+  if (at != std::string::npos && header_like) {
+    // The channel: the word after <|channel|> (" json" or <|constrain|> may follow it).
+    const size_t channel = text.substr(0, at).find(kHarmonyChannel);
+    std::string_view name;
+    if (channel != std::string::npos) {
+      name = text.substr(channel + kHarmonyChannel.size(), at - channel - kHarmonyChannel.size());
+      name = name.substr(0, name.find_first_of(" <"));
+    }
+    harmony_reasoning_ = format_.split_reasoning && name == "analysis";
+    pending_.erase(0, at + kHarmonyMessage.size());
+    return true;
+  }
+  if (header_like && !at_end) return false;  // may still become a header
+  if (header_like) {                         // a header cut by max_tokens: markup only
+    pending_.clear();
+    return true;
+  }
+  harmony_reasoning_ = false;  // not harmony: the text is content
+  return true;
+}
+
 bool ReplySplitter::emit_until(std::string_view marker, std::string& sink, bool at_end,
                                size_t& marker_at) {
   marker_at = pending_.find(marker);
@@ -311,6 +350,19 @@ void ReplySplitter::run(ReplyDelta& out, bool at_end) {
         decode_answer(out.content, at_end);
         if (state_ == State::GENERIC_ANSWER) return;
         break;
+      case State::HARMONY_HEADER:
+        if (pending_.empty() || !read_harmony_header(at_end)) return;
+        state_ = State::HARMONY_BODY;
+        break;
+      case State::HARMONY_BODY: {
+        std::string& sink = harmony_reasoning_ ? out.reasoning : out.content;
+        size_t at = 0;
+        if (!emit_until(kHarmonyEnd, sink, at_end, at)) return;
+        sink += pending_.substr(0, at);
+        pending_.erase(0, at + kHarmonyEnd.size());
+        state_ = State::HARMONY_HEADER;
+        break;
+      }
       case State::DONE:
         pending_.clear();
         return;

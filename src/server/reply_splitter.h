@@ -6,6 +6,9 @@
 //   reply:  [<think> reasoning </think>\n\n] content [\n<tool_call>...</tool_call> ...]   HERMES
 //           [<think> reasoning </think>\n\n] content | {"name": ..., "parameters": ...} LLAMA3_JSON
 //           {"tool_calls": [...]} | {"response": "..."}                                    GENERIC
+//   harmony (gpt-oss, its markup tokens spelled in the text): messages, each
+//           [<|start|>assistant][ to=R]<|channel|>CHANNEL[ <|constrain|>T]<|message|>BODY[<|end|>]
+//           whose analysis bodies are reasoning and the others content.
 #pragma once
 
 #include <optional>
@@ -19,10 +22,12 @@
 namespace trellis {
 
 struct ReplyFormat {
-  bool split_reasoning = false;  // a leading <think> block goes to reasoning
+  // A leading <think> block goes to reasoning (harmony: the analysis channel does).
+  bool split_reasoning = false;
   // The syntax tool calls come in; nullopt: the request has no tools (or tool_choice none), so
   // the text is all content.
   std::optional<ToolCallSyntax> tools;
+  bool harmony = false;  // the reply is harmony messages (see the top of this file)
 };
 
 struct ReplyDelta {
@@ -34,7 +39,9 @@ struct ReplyDelta {
 class ReplySplitter {
  public:
   explicit ReplySplitter(ReplyFormat format) : format_(format) {
-    state_ = format.split_reasoning ? State::START : content_state();
+    state_ = format.harmony           ? State::HARMONY_HEADER
+             : format.split_reasoning ? State::START
+                                      : content_state();
   }
 
   // Feeds the next piece of generated text; returns what can be sent now.
@@ -47,9 +54,24 @@ class ReplySplitter {
  private:
   // GENERIC_START: whether a generic-form reply is an answer or calls is not known yet;
   // GENERIC_ANSWER: inside {"response": "...: the string's text streams as content.
-  enum class State { START, REASONING, CONTENT, CALLS, GENERIC_START, GENERIC_ANSWER, DONE };
+  // HARMONY_HEADER: a message's header, up to <|message|> (never sent); HARMONY_BODY: its text,
+  // up to <|end|>, to reasoning or content by its channel.
+  enum class State {
+    START,
+    REASONING,
+    CONTENT,
+    CALLS,
+    GENERIC_START,
+    GENERIC_ANSWER,
+    HARMONY_HEADER,
+    HARMONY_BODY,
+    DONE
+  };
   State content_state() const;
   void run(ReplyDelta& out, bool at_end);
+  // HARMONY_HEADER: reads a whole header (false: wait for more); text that cannot begin one is
+  // content, as if the model had written a message without a header.
+  bool read_harmony_header(bool at_end);
   // GENERIC_ANSWER: decodes the JSON string in pending_ into `content` up to its closing quote
   // (then DONE) or an escape not complete yet (kept, unless at_end).
   void decode_answer(std::string& content, bool at_end);
@@ -59,11 +81,12 @@ class ReplySplitter {
 
   ReplyFormat format_;
   State state_;
-  std::string pending_;          // received, not yet sent nor classified
-  std::string calls_text_;       // everything from the first call on
-  std::string held_newlines_;    // content's trailing newlines: one is dropped if a call follows
-  bool strip_newlines_ = false;  // after </think>: the newlines before the answer are markup
-  bool decided_ = false;         // LLAMA3_JSON: whether the reply is a call is known
+  std::string pending_;             // received, not yet sent nor classified
+  std::string calls_text_;          // everything from the first call on
+  std::string held_newlines_;       // content's trailing newlines: one is dropped if a call follows
+  bool strip_newlines_ = false;     // after </think>: the newlines before the answer are markup
+  bool decided_ = false;            // LLAMA3_JSON: whether the reply is a call is known
+  bool harmony_reasoning_ = false;  // HARMONY_BODY: the message is on the analysis channel
 };
 
 // The calls in a reply's call text (see ReplySplitter); `leftover` receives what does not parse.

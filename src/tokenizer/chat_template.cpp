@@ -493,9 +493,12 @@ std::span<const std::string_view> end_of_turn_texts(ChatTemplateKind kind) {
   return {};
 }
 
-std::vector<TokenId> chat_stop_tokens(const Vocab& vocab, ChatTemplateKind kind) {
+namespace {
+
+// The lowest id of each marker `vocab` has, EOS left out.
+std::vector<TokenId> marker_ids(const Vocab& vocab, std::span<const std::string_view> markers) {
   std::vector<TokenId> ids;
-  for (std::string_view marker : end_of_turn_texts(kind)) {
+  for (std::string_view marker : markers) {
     for (TokenId id = 0; id < vocab.size(); ++id) {
       if (vocab.tokens[static_cast<size_t>(id)] != marker) continue;
       if (id != vocab.eos_id) ids.push_back(id);
@@ -503,6 +506,19 @@ std::vector<TokenId> chat_stop_tokens(const Vocab& vocab, ChatTemplateKind kind)
     }
   }
   return ids;
+}
+
+}  // namespace
+
+std::vector<TokenId> chat_stop_tokens(const Vocab& vocab, ChatTemplateKind kind) {
+  return marker_ids(vocab, end_of_turn_texts(kind));
+}
+
+std::vector<TokenId> chat_markup_tokens(const Vocab& vocab, ChatTemplateKind kind) {
+  static constexpr std::string_view kHarmony[] = {"<|start|>", "<|channel|>", "<|message|>",
+                                                  "<|end|>", "<|constrain|>"};
+  if (kind != ChatTemplateKind::HARMONY) return {};
+  return marker_ids(vocab, kHarmony);
 }
 
 }  // namespace trellis

@@ -223,4 +223,10 @@ std::span<const std::string_view> end_of_turn_texts(ChatTemplateKind kind);
 // tokens, so the reply ends at the end of the model's turn. Cost: one pass over the vocab.
 std::vector<TokenId> chat_stop_tokens(const Vocab& vocab, ChatTemplateKind kind);
 
+// The control tokens of `kind`'s markup that a reply's text keeps, so that the reply can be split
+// by them: HARMONY's `<|start|>`, `<|channel|>`, `<|message|>`, `<|end|>` and `<|constrain|>`
+// (a reply is messages on channels: analysis, commentary, final); none for the other formats.
+// The ids `vocab` has, as chat_stop_tokens finds them.
+std::vector<TokenId> chat_markup_tokens(const Vocab& vocab, ChatTemplateKind kind);
+
 }  // namespace trellis

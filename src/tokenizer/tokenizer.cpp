@@ -148,7 +148,11 @@ std::string StreamDecoder::push(TokenId id) {
 }
 
 void StreamDecoder::push(TokenId id, std::string& out) {
-  pending_ += tokenizer_.piece(id);
+  if (std::find(spelled_.begin(), spelled_.end(), id) != spelled_.end()) {
+    pending_ += tokenizer_.token_to_piece(id, /*render_special=*/true);
+  } else {
+    pending_ += tokenizer_.piece(id);
+  }
   const size_t complete = utf8_complete_prefix(pending_);
   append_sanitized(out, std::string_view(pending_).substr(0, complete));
   pending_.erase(0, complete);

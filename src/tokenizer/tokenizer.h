@@ -101,7 +101,10 @@ class StreamDecoder {
  public:
   // pending_ is sized once for the longest piece plus a held-back partial character, the most it
   // ever holds, so push() never grows it.
-  explicit StreamDecoder(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {
+  // The text of the `spelled` control tokens is output too (token_to_piece with render_special);
+  // other control tokens yield none.
+  explicit StreamDecoder(const Tokenizer& tokenizer, std::vector<TokenId> spelled = {})
+      : tokenizer_(tokenizer), spelled_(std::move(spelled)) {
     pending_.reserve(tokenizer.max_piece_bytes() + 4);
   }
   // Text that became complete with this token (possibly empty).
@@ -114,6 +117,7 @@ class StreamDecoder {
 
  private:
   const Tokenizer& tokenizer_;
+  std::vector<TokenId> spelled_;
   std::string pending_;
 };
 

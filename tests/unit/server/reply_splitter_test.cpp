@@ -55,6 +55,37 @@ TEST(ReplySplitterTest, ReasoningGoesApart) {
   EXPECT_EQ(s.content, "<think>kept inline</think>x");
 }
 
+TEST(ReplySplitterTest, HarmonyAnalysisIsReasoningAndTheOtherChannelsContent) {
+  ReplyFormat harmony{true, std::nullopt};
+  harmony.harmony = true;
+  Split s = split_both(harmony,
+                       "<|channel|>analysis<|message|>User asks 2+2. Easy.<|end|>"
+                       "<|start|>assistant<|channel|>final<|message|>It is 4.");
+  EXPECT_EQ(s.reasoning, "User asks 2+2. Easy.");
+  EXPECT_EQ(s.content, "It is 4.");
+  // A commentary preamble is content too; a constrained header is read through.
+  s = split_both(harmony,
+                 "<|channel|>commentary <|constrain|>json<|message|>{\"a\": 1}<|end|>"
+                 "<|start|>assistant<|channel|>final<|message|>Done");
+  EXPECT_EQ(s.reasoning, "");
+  EXPECT_EQ(s.content, "{\"a\": 1}Done");
+  // Cut inside the reasoning, or inside the next header: what came is kept, markup is not.
+  s = split_both(harmony, "<|channel|>analysis<|message|>Thinking <|e");
+  EXPECT_EQ(s.reasoning, "Thinking <|e");
+  s = split_both(harmony, "<|channel|>analysis<|message|>A.<|end|><|start|>assis");
+  EXPECT_EQ(s.reasoning, "A.");
+  EXPECT_EQ(s.content, "");
+  // A model that writes no header: its text is content.
+  s = split_both(harmony, "Plain words, no channels.");
+  EXPECT_EQ(s.content, "Plain words, no channels.");
+  // Reasoning not separated: the analysis joins the content, the markup still goes.
+  harmony.split_reasoning = false;
+  s = split_both(harmony,
+                 "<|channel|>analysis<|message|>R<|end|><|start|>assistant<|channel|>final"
+                 "<|message|>A");
+  EXPECT_EQ(s.content, "RA");
+}
+
 TEST(ReplySplitterTest, HermesCallsAfterContent) {
   const ReplyFormat hermes{true, ToolCallSyntax::HERMES};
   const std::string reply =

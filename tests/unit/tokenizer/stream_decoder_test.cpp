@@ -88,6 +88,19 @@ TEST(StreamDecoderTest, FlushReplacesAnUnfinishedCharacter) {
   EXPECT_EQ(decoder.push(262), "a");
 }
 
+TEST(StreamDecoderTest, SpelledControlTokensKeepTheirText) {
+  // Control tokens yield no text, except those the decoder is told to spell (a chat format's
+  // markup that the reply is split by).
+  auto tokenizer = byte_tokenizer();
+  StreamDecoder plain(*tokenizer);
+  EXPECT_EQ(plain.push(2), "");
+  EXPECT_EQ(plain.push(262), "a");
+  StreamDecoder spelling(*tokenizer, {2});
+  EXPECT_EQ(spelling.push(2), "</s>");
+  EXPECT_EQ(spelling.push(1), "") << "<s> is not spelled";
+  EXPECT_EQ(spelling.push(262), "a");
+}
+
 TEST(StreamDecoderTest, InvalidBytesBecomeReplacementCharacters) {
   auto tokenizer = byte_tokenizer();
   StreamDecoder decoder(*tokenizer);
