@@ -55,6 +55,57 @@ Status check_required_keys(const GgufFile& file, const Architecture& arch) {
   return {};
 }
 
+// llama.cpp's expert_gating_func codes.
+int64_t gating_code(ExpertGating gating) {
+  return gating == ExpertGating::SOFTMAX_WEIGHT ? 3 : 1;
+}
+
+// The routing keys other mixtures of experts carry (DeepSeek's, Llama 4's ...): a file that sets
+// one to what its family does not do is refused by the key's name, never run as something else.
+Status refuse_other_routing(const GgufFile& file, const Architecture& arch) {
+  const std::string prefix = std::string(file_architecture(arch)) + ".";
+  auto refuse = [&](const std::string& key, const std::string& value, const std::string& why) {
+    return Error{file.name() + ": " + prefix + key + " = " + value + " is not supported (" + why +
+                 ")"};
+  };
+  int64_t dense = 0;
+  TRELLIS_ASSIGN(dense, file.get_int_or(prefix + "leading_dense_block_count", 0));
+  if (dense != 0)
+    return refuse("leading_dense_block_count", std::to_string(dense),
+                  "dense layers before the experts");
+  int64_t shared = 0;
+  TRELLIS_ASSIGN(shared,
+                 file.get_int_or(prefix + "expert_shared_count", arch.shared_expert ? 1 : 0));
+  if (shared != (arch.shared_expert ? 1 : 0)) {
+    return refuse("expert_shared_count", std::to_string(shared),
+                  "the " + std::string(arch.name) + " family has " +
+                      (arch.shared_expert ? "one shared expert" : "no shared expert"));
+  }
+  double scale = 0;
+  TRELLIS_ASSIGN(scale, file.get_float_or(prefix + "expert_weights_scale", 0.0));
+  if (scale != 0.0 && scale != 1.0)
+    return refuse("expert_weights_scale", std::to_string(scale), "routing weights are not scaled");
+  const int64_t own_gating = gating_code(arch.expert_gating);
+  int64_t gating = 0;
+  TRELLIS_ASSIGN(gating, file.get_int_or(prefix + "expert_gating_func", own_gating));
+  if (gating != own_gating) {
+    return refuse("expert_gating_func", std::to_string(gating),
+                  "the " + std::string(arch.name) + " family gates with " +
+                      std::to_string(own_gating) +
+                      (own_gating == 3 ? ", a softmax over the chosen scores"
+                                       : ", a softmax over all experts"));
+  }
+  bool norm = false;
+  TRELLIS_ASSIGN(norm, file.get_bool_or(prefix + "expert_weights_norm", arch.expert_weights_norm));
+  if (norm != arch.expert_weights_norm) {
+    return refuse("expert_weights_norm", norm ? "true" : "false",
+                  std::string("the ") + std::string(arch.name) + " family " +
+                      (arch.expert_weights_norm ? "renormalizes" : "does not renormalize") +
+                      " the chosen experts' weights");
+  }
+  return {};
+}
+
 // The keys of a mixture of experts, as llama.cpp reads them for these families.
 Status read_expert_keys(const GgufFile& file, const Architecture& arch, ModelHParams& hp) {
   auto key = [&](HParamKey k) { return key_name(arch, k); };
@@ -78,7 +129,7 @@ Status read_expert_keys(const GgufFile& file, const Architecture& arch, ModelHPa
     return invalid("the experts' feed_forward_length must be positive");
   hp.expert_weights_norm = arch.expert_weights_norm;
   hp.expert_gating = arch.expert_gating;
-  return {};
+  return refuse_other_routing(file, arch);
 }
 
 }  // namespace

@@ -151,6 +151,45 @@ TEST(ModelHParams, ReadsEachFamilysKeys) {
       << unknown.error().message;
 }
 
+TEST(ModelHParams, RoutingKeysAFamilyDoesNotHaveAreRefusedByName) {
+  auto experts = [](const std::string& arch, const std::function<void(GgufWriter&)>& more) {
+    return read_arch(arch, [&](GgufWriter& w) {
+      w.set(arch + ".expert_count", GgufValue{uint32_t{8}});
+      w.set(arch + ".expert_used_count", GgufValue{uint32_t{2}});
+      more(w);
+    });
+  };
+  // The family's own values, written out, are fine.
+  Result<ModelHParams> same = experts("qwen3moe", [](GgufWriter& w) {
+    w.set("qwen3moe.expert_gating_func", GgufValue{uint32_t{1}});
+    w.set("qwen3moe.expert_weights_norm", GgufValue{true});
+    w.set("qwen3moe.expert_weights_scale", GgufValue{1.0f});
+  });
+  ASSERT_TRUE(same.ok()) << same.error().message;
+  Result<ModelHParams> gpt_oss = experts("gpt-oss", [](GgufWriter& w) {
+    w.set("gpt-oss.expert_gating_func", GgufValue{uint32_t{3}});
+  });
+  ASSERT_TRUE(gpt_oss.ok()) << gpt_oss.error().message;
+  EXPECT_EQ(gpt_oss->expert_gating, ExpertGating::SOFTMAX_WEIGHT);
+  const std::pair<std::function<void(GgufWriter&)>, std::string> refused[] = {
+      {[](GgufWriter& w) { w.set("qwen3moe.expert_gating_func", GgufValue{uint32_t{2}}); },
+       "qwen3moe.expert_gating_func = 2 is not supported"},
+      {[](GgufWriter& w) { w.set("qwen3moe.expert_weights_scale", GgufValue{2.5f}); },
+       "qwen3moe.expert_weights_scale"},
+      {[](GgufWriter& w) { w.set("qwen3moe.leading_dense_block_count", GgufValue{uint32_t{1}}); },
+       "qwen3moe.leading_dense_block_count = 1"},
+      {[](GgufWriter& w) { w.set("qwen3moe.expert_shared_count", GgufValue{uint32_t{2}}); },
+       "qwen3moe.expert_shared_count = 2"},
+      {[](GgufWriter& w) { w.set("qwen3moe.expert_weights_norm", GgufValue{false}); },
+       "qwen3moe.expert_weights_norm = false"},
+  };
+  for (const auto& [edit, fragment] : refused) {
+    Result<ModelHParams> hp = experts("qwen3moe", edit);
+    ASSERT_FALSE(hp.ok()) << fragment;
+    EXPECT_NE(hp.error().message.find(fragment), std::string::npos) << hp.error().message;
+  }
+}
+
 TEST(ModelHParams, ReadsLongRopeAndQueryScale) {
   Result<ModelHParams> plain = read_arch("phi3", [](GgufWriter&) {});
   ASSERT_TRUE(plain.ok()) << plain.error().message;
