@@ -16,6 +16,7 @@ void matmul_q4_1(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void matmul_q5_0(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void matmul_q5_1(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void matmul_q8_0(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+void matmul_mxfp4(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void matmul_q4_k(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void matmul_q5_k(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void matmul_q6_k(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
@@ -39,6 +40,7 @@ constexpr KernelTable make_avx2_table() {
       {DType::Q5_0, avx2::matmul_q5_0},
       {DType::Q5_1, avx2::matmul_q5_1},
       {DType::Q8_0, avx2::matmul_q8_0},
+      {DType::MXFP4, avx2::matmul_mxfp4},
       {DType::Q4_K, avx2::matmul_q4_k},
       {DType::Q5_K, avx2::matmul_q5_k},
       {DType::Q6_K, avx2::matmul_q6_k},

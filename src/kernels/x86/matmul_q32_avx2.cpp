@@ -1,5 +1,6 @@
-// AVX2 matmul for the 32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) against activations
-// quantized to ActQ8_0: contract case 2 of matmul_internal.h, and the ActQ8_0 quantizer.
+// AVX2 matmul for the 32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4) against
+// activations quantized to ActQ8_0: contract case 2 of matmul_internal.h, and the ActQ8_0
+// quantizer.
 //
 // Per block, a weight row's 32 codes are put in one register, code i in byte i. The integer dot
 // with the activation codes uses vpmaddubsw (u8 x s8 -> pairs of int16) then vpmaddwd with ones
@@ -57,13 +58,18 @@ inline __m256i fifth_bits(const uint8_t* p) {
   return _mm256_and_si256(bits_to_byte_mask(load_u32(p)), _mm256_set1_epi8(16));
 }
 
-// Each type: whether its codes are signed, whether it has a min, its block size and its codes.
-// All of them store d (f16) at byte 0, and the _1 types m (f16) at byte 2.
+// Each type: whether its codes are signed, whether it has a min, its block size, its scale and its
+// codes. The Q types store d (f16) at byte 0, and the _1 types m (f16) at byte 2.
+
+inline float f16_scale(const uint8_t* p) {
+  return f16_bits_to_f32(load_u16(p));
+}
 
 // block_q4_0: d @0, qs[16] @2.  Code q - 8 in [-8, 7].
 struct DecQ4_0 {
   static constexpr bool kSigned = true, kHasMin = false;
   static constexpr size_t kBytes = 18;
+  static float scale(const uint8_t* p) { return f16_scale(p); }
   static __m256i codes(const uint8_t* p) {
     return _mm256_sub_epi8(unpack_nibbles(p + 2), _mm256_set1_epi8(8));
   }
@@ -73,6 +79,7 @@ struct DecQ4_0 {
 struct DecQ4_1 {
   static constexpr bool kSigned = false, kHasMin = true;
   static constexpr size_t kBytes = 20;
+  static float scale(const uint8_t* p) { return f16_scale(p); }
   static __m256i codes(const uint8_t* p) { return unpack_nibbles(p + 4); }
 };
 
@@ -80,6 +87,7 @@ struct DecQ4_1 {
 struct DecQ5_0 {
   static constexpr bool kSigned = true, kHasMin = false;
   static constexpr size_t kBytes = 22;
+  static float scale(const uint8_t* p) { return f16_scale(p); }
   static __m256i codes(const uint8_t* p) {
     return _mm256_sub_epi8(_mm256_or_si256(unpack_nibbles(p + 6), fifth_bits(p + 2)),
                            _mm256_set1_epi8(16));
@@ -90,6 +98,7 @@ struct DecQ5_0 {
 struct DecQ5_1 {
   static constexpr bool kSigned = false, kHasMin = true;
   static constexpr size_t kBytes = 24;
+  static float scale(const uint8_t* p) { return f16_scale(p); }
   static __m256i codes(const uint8_t* p) {
     return _mm256_or_si256(unpack_nibbles(p + 8), fifth_bits(p + 4));
   }
@@ -100,8 +109,30 @@ struct DecQ5_1 {
 struct DecQ8_0 {
   static constexpr bool kSigned = true, kHasMin = false;
   static constexpr size_t kBytes = 34;
+  static float scale(const uint8_t* p) { return f16_scale(p); }
   static __m256i codes(const uint8_t* p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
+  }
+};
+
+// block_mxfp4: e @0 (E8M0), qs[16] @1 packed as q4_0.  Code: the doubled E2M1 value of the
+// nibble, in [-12, 12], looked up 32 at a time (vpshufb); scale 2^(e - 128), as mxfp4_scale
+// builds it (written out here: this file keeps to its own inline functions, see avx2_util.h).
+struct DecMxfp4 {
+  static constexpr bool kSigned = true, kHasMin = false;
+  static constexpr size_t kBytes = 17;
+  static float scale(const uint8_t* p) {
+    const uint32_t e = p[0];
+    const uint32_t bits = e < 2 ? 0x00200000u << e : (e - 1) << 23;
+    float d;
+    std::memcpy(&d, &bits, sizeof(d));
+    return d;
+  }
+  static __m256i codes(const uint8_t* p) {
+    const __m256i values =
+        _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12, 0, 1, 2, 3, 4, 6,
+                         8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+    return _mm256_shuffle_epi8(values, unpack_nibbles(p + 1));
   }
 };
 
@@ -110,7 +141,7 @@ inline WeightBlock decode(const uint8_t* p) {
   WeightBlock b;
   b.q = Dec::codes(p);
   b.abs_q = Dec::kSigned ? _mm256_abs_epi8(b.q) : b.q;
-  b.d = f16_bits_to_f32(load_u16(p));
+  b.d = Dec::scale(p);
   b.m = Dec::kHasMin ? f16_bits_to_f32(load_u16(p + 2)) : 0.0f;
   return b;
 }
@@ -177,6 +208,8 @@ template <int R, int T>
 using Q5_1Kernel = Q32Tile<DecQ5_1>::Kernel<R, T>;
 template <int R, int T>
 using Q8_0Kernel = Q32Tile<DecQ8_0>::Kernel<R, T>;
+template <int R, int T>
+using Mxfp4Kernel = Q32Tile<DecMxfp4>::Kernel<R, T>;
 
 // Quantizes n (a multiple of 8, at most 256) values with one scale, as the contract says; writes
 // the codes to qs and the int32 code sums of each group of 8 to sums8[n / 8]; returns d.
@@ -233,6 +266,9 @@ void matmul_q5_1(const MatmulArgs& a, int64_t b, int64_t e) {
 }
 void matmul_q8_0(const MatmulArgs& a, int64_t b, int64_t e) {
   drive_tiles<Q8_0Kernel, 2, 4, 4>(a, b, e);
+}
+void matmul_mxfp4(const MatmulArgs& a, int64_t b, int64_t e) {
+  drive_tiles<Mxfp4Kernel, 2, 4, 4>(a, b, e);
 }
 
 void quantize_act_q8_0(const float* x, void* out, int64_t n_in) {
