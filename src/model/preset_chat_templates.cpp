@@ -105,10 +105,13 @@ constexpr std::string_view kQwen3Template = R"({%- set state = namespace(last_us
   {%- endif -%}
 {%- endif -%})";
 
-// gpt-oss's harmony format: the system preamble (kHarmonyPreamble, its newlines as Jinja
-// escapes), a system message as the developer's instructions, replies on the final channel.
-constexpr std::string_view kHarmonyTemplate =
-    R"({{- '<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\nKnowledge cutoff: 2024-06\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>' -}}
+// gpt-oss's harmony format: the system preamble (harmony_preamble, its newlines as Jinja
+// escapes; reasoning_effort as gpt-oss's template takes it, medium by default), a system message
+// as the developer's instructions, replies on the final channel.
+constexpr std::string_view kHarmonyTemplate = R"({%- if reasoning_effort is not defined -%}
+  {%- set reasoning_effort = 'medium' -%}
+{%- endif -%}
+{{- '<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\nKnowledge cutoff: 2024-06\n\nReasoning: ' + reasoning_effort + '\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>' -}}
 {%- for message in messages -%}
   {%- if message['role'] == 'system' -%}
     {{- '<|start|>developer<|message|># Instructions\n\n' + message['content'] + '<|end|>' -}}

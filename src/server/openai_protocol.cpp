@@ -60,7 +60,8 @@ class FieldReader {
     return boolean(object, key, key);
   }
 
-  std::optional<std::string> string(const OrderedJson& object, const char* key, const std::string& path) {
+  std::optional<std::string> string(const OrderedJson& object, const char* key,
+                                    const std::string& path) {
     const OrderedJson* value = find(object, key);
     if (value == nullptr) return std::nullopt;
     if (!value->is_string()) return type_error(path, "a string", *value);
@@ -80,8 +81,8 @@ class FieldReader {
   }
 
   // An integer in [min, max]; JSON floats with an integral value count as integers.
-  std::optional<int64_t> integer_value(const OrderedJson& value, const std::string& path, int64_t min,
-                                       int64_t max) {
+  std::optional<int64_t> integer_value(const OrderedJson& value, const std::string& path,
+                                       int64_t min, int64_t max) {
     if (error_) return std::nullopt;
     std::optional<int64_t> result;
     bool in_int64 = true;
@@ -107,7 +108,8 @@ class FieldReader {
     }
     return result;
   }
-  std::optional<int64_t> integer(const OrderedJson& object, const char* key, int64_t min, int64_t max) {
+  std::optional<int64_t> integer(const OrderedJson& object, const char* key, int64_t min,
+                                 int64_t max) {
     const OrderedJson* value = find(object, key);
     if (value == nullptr) return std::nullopt;
     return integer_value(*value, key, min, max);
@@ -133,7 +135,8 @@ class FieldReader {
   }
 
   // Records "<path> must be <expected>, got <type>" and returns nullopt (of any optional type).
-  std::nullopt_t type_error(const std::string& path, const char* expected, const OrderedJson& value) {
+  std::nullopt_t type_error(const std::string& path, const char* expected,
+                            const OrderedJson& value) {
     fail(path + " must be " + expected + ", got " + a_type(value), path);
     return std::nullopt;
   }
@@ -147,14 +150,15 @@ struct TooDeep {};
 ApiResult<OrderedJson> parse_body(std::string_view body, int32_t max_depth) {
   OrderedJson value;
   // Called as each value opens: aborts the parse at the first one nested too deep.
-  const OrderedJson::parser_callback_t depth_guard = [max_depth](int depth, OrderedJson::parse_event_t event,
-                                                          OrderedJson&) {
-    if ((event == OrderedJson::parse_event_t::object_start || event == OrderedJson::parse_event_t::array_start) &&
-        depth >= max_depth) {
-      throw TooDeep{};
-    }
-    return true;
-  };
+  const OrderedJson::parser_callback_t depth_guard =
+      [max_depth](int depth, OrderedJson::parse_event_t event, OrderedJson&) {
+        if ((event == OrderedJson::parse_event_t::object_start ||
+             event == OrderedJson::parse_event_t::array_start) &&
+            depth >= max_depth) {
+          throw TooDeep{};
+        }
+        return true;
+      };
   try {
     value = OrderedJson::parse(body.begin(), body.end(), depth_guard);
   } catch (const TooDeep&) {
@@ -276,11 +280,12 @@ void refuse_unimplemented(FieldReader& reader, const OrderedJson& body,
 }
 
 // A JSON schema given as an object or a boolean (or, for vLLM's guided_json, as JSON text).
-std::optional<OrderedJson> read_schema(FieldReader& reader, const OrderedJson& value, const std::string& path,
-                                bool text_allowed) {
+std::optional<OrderedJson> read_schema(FieldReader& reader, const OrderedJson& value,
+                                       const std::string& path, bool text_allowed) {
   if (value.is_object() || value.is_boolean()) return value;
   if (text_allowed && value.is_string()) {
-    OrderedJson parsed = OrderedJson::parse(value.get<std::string>(), nullptr, /*allow_exceptions=*/false);
+    OrderedJson parsed =
+        OrderedJson::parse(value.get<std::string>(), nullptr, /*allow_exceptions=*/false);
     if (!parsed.is_discarded() && (parsed.is_object() || parsed.is_boolean())) return parsed;
     reader.fail(path + " is not a JSON schema (an object)", path);
     return std::nullopt;
@@ -290,7 +295,8 @@ std::optional<OrderedJson> read_schema(FieldReader& reader, const OrderedJson& v
 }
 
 // response_format: {"type": "text" | "json_object" | "json_schema", ...}.
-std::optional<OutputConstraint> read_response_format(FieldReader& reader, const OrderedJson& format) {
+std::optional<OutputConstraint> read_response_format(FieldReader& reader,
+                                                     const OrderedJson& format) {
   if (!format.is_object()) {
     reader.type_error("response_format", "an object", format);
     return std::nullopt;
@@ -303,8 +309,8 @@ std::optional<OutputConstraint> read_response_format(FieldReader& reader, const 
     if (const OrderedJson* schema = reader.find(format, "schema")) {
       std::optional<OrderedJson> s = read_schema(reader, *schema, "response_format.schema", false);
       if (!s) return std::nullopt;
-      return OutputConstraint{OutputConstraint::Kind::JSON_SCHEMA, *s, "", {},
-                              "response_format.schema"};
+      return OutputConstraint{
+          OutputConstraint::Kind::JSON_SCHEMA, *s, "", {}, "response_format.schema"};
     }
     return OutputConstraint{OutputConstraint::Kind::JSON_OBJECT, {}, "", {}, "response_format"};
   }
@@ -319,13 +325,14 @@ std::optional<OutputConstraint> read_response_format(FieldReader& reader, const 
     (void)reader.boolean(*spec, "strict", "response_format.json_schema.strict");
     const OrderedJson* schema = reader.find(*spec, "schema");
     if (schema == nullptr) {  // OpenAI's default: any JSON object
-      return OutputConstraint{OutputConstraint::Kind::JSON_OBJECT, {}, "", {},
-                              "response_format.json_schema"};
+      return OutputConstraint{
+          OutputConstraint::Kind::JSON_OBJECT, {}, "", {}, "response_format.json_schema"};
     }
-    std::optional<OrderedJson> s = read_schema(reader, *schema, "response_format.json_schema.schema", false);
+    std::optional<OrderedJson> s =
+        read_schema(reader, *schema, "response_format.json_schema.schema", false);
     if (!s) return std::nullopt;
-    return OutputConstraint{OutputConstraint::Kind::JSON_SCHEMA, *s, "", {},
-                            "response_format.json_schema.schema"};
+    return OutputConstraint{
+        OutputConstraint::Kind::JSON_SCHEMA, *s, "", {}, "response_format.json_schema.schema"};
   }
   reader.fail("response_format.type must be \"text\", \"json_object\" or \"json_schema\"" +
                   (type.empty() ? std::string() : ", not \"" + type + "\""),
@@ -349,8 +356,8 @@ std::optional<OutputConstraint> read_constraint_field(FieldReader& reader, const
       return std::nullopt;
     }
     const bool is_grammar = name.find("grammar") != std::string::npos;
-    return OutputConstraint{is_grammar ? Kind::GBNF : Kind::REGEX, {}, value.get<std::string>(),
-                            {}, name};
+    return OutputConstraint{
+        is_grammar ? Kind::GBNF : Kind::REGEX, {}, value.get<std::string>(), {}, name};
   }
   // choice, guided_choice: a non-empty list of strings.
   if (!value.is_array() || value.empty()) {
@@ -369,10 +376,11 @@ std::optional<OutputConstraint> read_constraint_field(FieldReader& reader, const
 }
 
 // At most one of the fields that constrain the output.
-std::optional<OutputConstraint> read_output_constraint(FieldReader& reader, const OrderedJson& body) {
-  static const char* const kFields[] = {"response_format", "json_schema", "grammar", "regex",
-                                        "choice", "guided_json", "guided_grammar", "guided_regex",
-                                        "guided_choice"};
+std::optional<OutputConstraint> read_output_constraint(FieldReader& reader,
+                                                       const OrderedJson& body) {
+  static const char* const kFields[] = {"response_format", "json_schema",  "grammar",
+                                        "regex",           "choice",       "guided_json",
+                                        "guided_grammar",  "guided_regex", "guided_choice"};
   std::optional<OutputConstraint> constraint;
   std::string first;
   for (const char* name : kFields) {
@@ -446,7 +454,8 @@ std::vector<TokenId> read_token_ids(FieldReader& reader, const OrderedJson& arra
 
 // "prompt": "text", ["text"], [1, 2, 3] or [[1, 2, 3]]. Several prompts in one request (OpenAI's
 // batch form) are rejected: clients send one request per prompt.
-std::variant<std::string, std::vector<TokenId>> read_prompt(FieldReader& reader, const OrderedJson& body) {
+std::variant<std::string, std::vector<TokenId>> read_prompt(FieldReader& reader,
+                                                            const OrderedJson& body) {
   const OrderedJson* value = reader.find(body, "prompt");
   if (value == nullptr) {
     if (!reader.failed()) reader.fail("prompt is required", "prompt");
@@ -600,9 +609,11 @@ std::vector<ChatRequestMessage> read_messages(FieldReader& reader, const Ordered
     std::string content = read_content(reader, item, *role, path);
     if (reader.failed()) return {};
     ChatRequestMessage message{std::move(*role), std::move(content), {}, {}};
-    if (message.role == "assistant") message.tool_calls = read_message_tool_calls(reader, item, path);
+    if (message.role == "assistant")
+      message.tool_calls = read_message_tool_calls(reader, item, path);
     if (message.role == "tool")
-      message.tool_call_id = reader.string(item, "tool_call_id", path + ".tool_call_id").value_or("");
+      message.tool_call_id =
+          reader.string(item, "tool_call_id", path + ".tool_call_id").value_or("");
     if (reader.failed()) return {};
     messages.push_back(std::move(message));
   }
@@ -753,8 +764,10 @@ ToolChoice read_tool_choice(FieldReader& reader, const OrderedJson& body,
   if (value->is_string()) {
     const std::string mode = value->get<std::string>();
     if (mode == "none") return {ToolChoiceMode::NONE, ""};
-    if (mode == "auto") choice.mode = ToolChoiceMode::AUTO;
-    else if (mode == "required") choice.mode = ToolChoiceMode::REQUIRED;
+    if (mode == "auto")
+      choice.mode = ToolChoiceMode::AUTO;
+    else if (mode == "required")
+      choice.mode = ToolChoiceMode::REQUIRED;
     else {
       reader.fail("tool_choice must be \"none\", \"auto\", \"required\" or a function, not \"" +
                       mode + "\"",
@@ -807,6 +820,11 @@ ApiResult<ChatCompletionRequest> parse_chat_completion_request(std::string_view 
   request.top_logprobs = static_cast<int32_t>(
       reader.integer(*body, "top_logprobs", 0, limits.max_top_logprobs).value_or(0));
   request.enable_thinking = read_enable_thinking(reader, *body);
+  request.reasoning_effort = reader.string(*body, "reasoning_effort").value_or("");
+  if (!request.reasoning_effort.empty() && request.reasoning_effort != "low" &&
+      request.reasoning_effort != "medium" && request.reasoning_effort != "high") {
+    reader.fail("reasoning_effort must be \"low\", \"medium\" or \"high\"", "reasoning_effort");
+  }
   request.tools = read_tools(reader, *body);
   request.tool_choice = read_tool_choice(reader, *body, request.tools);
   request.parallel_tool_calls = reader.boolean(*body, "parallel_tool_calls").value_or(true);

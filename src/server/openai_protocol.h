@@ -134,6 +134,9 @@ struct ChatCompletionRequest {
   // model with an empty <think></think> block, so it answers without reasoning. Other keys of
   // chat_template_kwargs are 400s (the templates are built in, not Jinja).
   bool enable_thinking = true;
+  // reasoning_effort: "low", "medium" or "high" (OpenAI's field; gpt-oss's harmony preamble
+  // names it; other chat formats refuse it). Empty: not given.
+  std::string reasoning_effort;
   std::optional<OutputConstraint> constraint;  // as in CompletionRequest
   // tools: [{"type": "function", "function": {"name", "description", "parameters"}}], names
   // unique; tool_choice needs tools. parallel_tool_calls false: at most one call per reply.

@@ -293,6 +293,15 @@ ApiResult<std::vector<TokenId>> OpenAiService::render_chat_prompt(const ChatComp
   // Content is tokenized as plain text: only the template writes control tokens.
   ChatRenderOptions options;
   options.enable_thinking = req.enable_thinking;
+  if (!req.reasoning_effort.empty()) {
+    if (chat_template_ != ChatTemplateKind::HARMONY) {
+      return invalid_request_error("reasoning_effort is not supported by the " +
+                                       std::string(chat_template_name(chat_template_)) +
+                                       " chat format (only harmony, gpt-oss, takes it)",
+                                   "reasoning_effort");
+    }
+    options.reasoning_effort = req.reasoning_effort;
+  }
   // Earlier replies of the model keep the tokens it produced (see reply_memory.h).
   std::vector<std::shared_ptr<const std::vector<TokenId>>> held;
   options.reply_tokens = [&](std::string_view text) -> const std::vector<TokenId>* {

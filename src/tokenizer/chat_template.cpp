@@ -236,7 +236,7 @@ void render_turns(std::span<const ChatMessage> messages, std::span<const Role> r
 // CONTENT<|end|>; a system message is the developer's instructions.
 void render_harmony(std::span<const ChatMessage> messages, std::span<const Role> roles,
                     const ChatRenderOptions& options, SegmentWriter& out) {
-  out.markup("<|start|>system<|message|>" + std::string(kHarmonyPreamble) + "<|end|>");
+  out.markup("<|start|>system<|message|>" + harmony_preamble(options.reasoning_effort) + "<|end|>");
   for (size_t i = 0; i < messages.size(); ++i) {
     switch (roles[i]) {
       case Role::SYSTEM:
@@ -279,6 +279,16 @@ TurnLayout turn_layout(ChatTemplateKind kind, const ChatRenderOptions& options) 
 }
 
 }  // namespace
+
+std::string harmony_preamble(std::string_view effort) {
+  return "You are ChatGPT, a large language model trained by OpenAI.\n"
+         "Knowledge cutoff: 2024-06\n\n"
+         "Reasoning: " +
+         std::string(effort) +
+         "\n\n"
+         "# Valid channels: analysis, commentary, final. Channel must be included for every "
+         "message.";
+}
 
 std::string_view chat_template_name(ChatTemplateKind kind) {
   switch (kind) {

@@ -50,7 +50,8 @@ inline constexpr std::string_view kChatTemplateKey = "tokenizer.chat_template";
 //            Instructions\n\n{S}<|end|><|start|>user<|message|>{U}<|end|>
 //            <|start|>assistant<|channel|>final<|message|>{A}<|end|> ...    <|start|>assistant
 //            (gpt-oss; the preamble is the model's identity, knowledge cutoff, reasoning effort
-//            "medium" and its three channels, kHarmonyPreamble; a system message becomes a
+//            (ChatRenderOptions::reasoning_effort) and its three channels,
+//            harmony_preamble; a system message becomes a
 //            developer message; earlier replies are written on the final channel, without
 //            their reasoning)
 //   ZEPHYR   <|system|>\n{S}{eos}\n<|user|>\n{U}{eos}\n<|assistant|>\n{A}{eos}\n ... (<|role|>\n)
@@ -94,13 +95,9 @@ inline constexpr std::array<ChatTemplateKind, 10> kAllChatTemplateKinds = {
     ChatTemplateKind::PHI3,   ChatTemplateKind::QWEN3,   ChatTemplateKind::PHI4,
     ChatTemplateKind::HARMONY};
 
-// HARMONY's system message: what gpt-oss's template writes when the request names no reasoning
-// effort, no date and no tools.
-inline constexpr std::string_view kHarmonyPreamble =
-    "You are ChatGPT, a large language model trained by OpenAI.\n"
-    "Knowledge cutoff: 2024-06\n\n"
-    "Reasoning: medium\n\n"
-    "# Valid channels: analysis, commentary, final. Channel must be included for every message.";
+// HARMONY's system message with reasoning effort `effort` ("low", "medium", "high"): what
+// gpt-oss's template writes for a request without a date and without tools.
+std::string harmony_preamble(std::string_view effort);
 
 // "llama2", "zephyr", "chatml", "llama3", "mistral", "gemma", "phi3", "qwen3", "phi4", "harmony":
 // the names --chat-template accepts.
@@ -168,6 +165,8 @@ struct ChatRenderOptions {
   // QWEN3 only: false ends the generation prompt with an empty "<think>\n\n</think>\n\n", as
   // Qwen3's template does for enable_thinking=false, so the model answers without reasoning.
   bool enable_thinking = true;
+  // HARMONY only: the reasoning effort its preamble names ("low", "medium" or "high").
+  std::string reasoning_effort = "medium";
   // How BOS and EOS are spelled in the text, for the formats that write them there (LLAMA2,
   // MISTRAL: both; ZEPHYR: EOS; LLAMA3: BOS; CHATML, QWEN3, GEMMA, PHI3: neither). Normally the
   // vocab's token text. Empty: the format's usual spelling, "<s>" / "</s>" (LLAMA3's BOS:

@@ -239,6 +239,24 @@ TEST(ServerToolsErrorsTest, HarmonyChatsButRefusesToolsByName) {
   const HttpReply tool_turn = server.post("/v1/chat/completions", {{"messages", turns}});
   EXPECT_EQ(tool_turn.status, 400) << tool_turn.body;
   EXPECT_EQ(tool_turn.json()["error"]["param"], "messages");
+  // reasoning_effort names the preamble's effort; only low, medium and high exist.
+  const HttpReply low =
+      server.post("/v1/chat/completions",
+                  {{"messages", messages}, {"max_tokens", 4}, {"reasoning_effort", "low"}});
+  EXPECT_EQ(low.status, 200) << low.body;
+  const HttpReply extreme = server.post("/v1/chat/completions",
+                                        {{"messages", messages}, {"reasoning_effort", "extreme"}});
+  EXPECT_EQ(extreme.status, 400) << extreme.body;
+  EXPECT_EQ(extreme.json()["error"]["param"], "reasoning_effort");
+}
+
+TEST(ServerToolsErrorsTest, ReasoningEffortIsRefusedOutsideHarmony) {
+  TestServer server;
+  const HttpReply reply = server.post(
+      "/v1/chat/completions",
+      {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"reasoning_effort", "high"}});
+  EXPECT_EQ(reply.status, 400) << reply.body;
+  EXPECT_EQ(reply.json()["error"]["param"], "reasoning_effort");
 }
 
 }  // namespace

@@ -285,6 +285,13 @@ TEST(ChatTemplateTest, HarmonyWritesThePreambleInstructionsAndFinalChannelReplie
   EXPECT_EQ(render_ok(ChatTemplateKind::HARMONY, kConversation, false), conversation);
   EXPECT_EQ(render_ok(ChatTemplateKind::HARMONY, kSingleUser, true),
             preamble + "<|start|>user<|message|>Hi!<|end|><|start|>assistant");
+  ChatRenderOptions high;
+  high.reasoning_effort = "high";
+  Result<std::string> text = render_chat(ChatTemplateKind::HARMONY, kSingleUser, high);
+  ASSERT_TRUE(text.ok());
+  EXPECT_NE(text->find("Knowledge cutoff: 2024-06\n\nReasoning: high\n\n# Valid"),
+            std::string::npos)
+      << *text;
 }
 
 TEST(ChatTemplateTest, EndOfTurnTextsPerFormat) {
