@@ -89,8 +89,10 @@ TEST(DTypeTables, VariantsKeepTheirOwnKernels) {
   EXPECT_EQ(own_types(KernelIsa::SCALAR),
             "f32 f16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K bf16 mxfp4");
 #if defined(__x86_64__)
-  EXPECT_EQ(own_types(KernelIsa::AVX2), "f32 f16 q4_0 q4_1 q5_0 q5_1 q8_0 q4_K q5_K q6_K bf16");
-  EXPECT_EQ(own_types(KernelIsa::AVX512), "f32 f16 q4_0 q4_1 q5_0 q5_1 q8_0 q4_K q5_K q6_K bf16");
+  EXPECT_EQ(own_types(KernelIsa::AVX2),
+            "f32 f16 q4_0 q4_1 q5_0 q5_1 q8_0 q4_K q5_K q6_K bf16 mxfp4");
+  EXPECT_EQ(own_types(KernelIsa::AVX512),
+            "f32 f16 q4_0 q4_1 q5_0 q5_1 q8_0 q4_K q5_K q6_K bf16 mxfp4");
   EXPECT_NE(kd::table_kernel(kd::avx512_kernels(), DType::Q4_0),
             kd::table_kernel(kd::avx2_kernels(), DType::Q4_0))
       << "AVX512 runs its own Q4_0 kernel";
