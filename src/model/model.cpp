@@ -11,14 +11,11 @@
 #include "kernels/ops.h"
 #include "kernels/weight_pack.h"
 #include "model/family_tensors.h"
+#include "model/ffn_activation.h"
 #include "quant/quant.h"
 
 namespace trellis {
 namespace {
-
-// Elements of the FFN activation per claim: a couple of microseconds of vectorized exponentials,
-// enough to repay a claim; one token's n_ff splits over two threads at most.
-constexpr int64_t kActivationGranule = 4096;
 
 // Rows per claim of the row-wise steps (norms, RoPE, KV writes): a prefill's rows spread over the
 // threads instead of leaving them idle, while a decode step's few rows stay on the caller.
@@ -515,19 +512,7 @@ void Model::ffn_block(const LayerWeights& layer, int32_t n_rows, Workspace& ws,
     const MatmulJob jobs[] = {{layer.w_gate, ws.gate.data()}, {layer.w_up, ws.up.data()}};
     matmul_many(jobs, ws.xn.data(), n_rows, pool, ws.matmul_scratch);
   }
-  // Element by element, so any split gives the same bits; on every thread, because a batch's
-  // n_rows x n_ff exponentials on one thread leave the others idle for a tenth of a decode step
-  // of 8 sequences.
-  const bool gelu = arch_->ffn_activation == FfnActivation::GELU_TANH;
-  pool.parallel_for(n_rows * n_ff, kActivationGranule, [&](int64_t begin, int64_t end) {
-    float* gate = ws.gate.data() + begin;
-    const float* up = ws.up.data() + begin;
-    if (gelu) {
-      gelu_tanh_mul_row(gate, up, end - begin);
-    } else {
-      silu_mul_row(gate, up, end - begin);
-    }
-  });
+  activate_ffn(arch_->ffn_activation, ws.gate.data(), ws.up.data(), n_rows * n_ff, pool);
   matmul(layer.w_down, ws.gate.data(), n_rows, ws.proj.data(), pool, ws.matmul_scratch);
   add_residual(layer.post_ffn_norm, n_rows, ws, pool);
 }

@@ -5,12 +5,11 @@
 #include <cstring>
 
 #include "kernels/ops.h"
+#include "model/ffn_activation.h"
 
 namespace trellis {
 namespace {
 
-// Elements of the FFN activation per claim (as the dense FFN's).
-constexpr int64_t kMoeActivationGranule = 4096;
 // Rows per claim when combining the experts' outputs.
 constexpr int64_t kMoeRowGranule = 16;
 // The smallest sum the renormalization divides by (the smallest normal f16, as llama.cpp clamps).
@@ -39,24 +38,6 @@ float shared_gate_value(const std::vector<float>& weights, const float* h) {
   for (size_t i = 0; i < weights.size(); ++i) z += weights[i] * h[i];
   const float silu = z / (1.0f + std::exp(-z));
   return silu / z;
-}
-
-// gate = act(gate, up) over rows x n_ff values, on every thread (element by element, so any
-// split gives the same bits).
-void activate(FfnActivation activation, float* gate, const float* up, int64_t n, ThreadPool& pool) {
-  pool.parallel_for(n, kMoeActivationGranule, [&](int64_t begin, int64_t end) {
-    switch (activation) {
-      case FfnActivation::SILU:
-        silu_mul_row(gate + begin, up + begin, end - begin);
-        break;
-      case FfnActivation::GELU_TANH:
-        gelu_tanh_mul_row(gate + begin, up + begin, end - begin);
-        break;
-      case FfnActivation::SWIGLU_OAI:
-        swiglu_oai_row(gate + begin, up + begin, end - begin);
-        break;
-    }
-  });
 }
 
 // Adds expert e's bias (run e of `bias`, n values each) to the rows of expert order that e's
@@ -95,7 +76,7 @@ void shared_expert(const LayerWeights& layer, const ModelHParams& hp, const floa
   const MatmulJob jobs[] = {{layer.w_gate_shexp, moe.gate.data()},
                             {layer.w_up_shexp, moe.up.data()}};
   matmul_many(jobs, h, n_rows, pool, scratch);
-  activate(FfnActivation::SILU, moe.gate.data(), moe.up.data(), n_rows * hp.n_ff_shexp, pool);
+  activate_ffn(FfnActivation::SILU, moe.gate.data(), moe.up.data(), n_rows * hp.n_ff_shexp, pool);
   matmul(layer.w_down_shexp, moe.gate.data(), n_rows, moe.shared_out.data(), pool, scratch);
   const int64_t n_embd = hp.n_embd;
   for (int32_t r = 0; r < n_rows; ++r) {
@@ -202,7 +183,7 @@ void moe_ffn(const LayerWeights& layer, const Architecture& arch, const ModelHPa
     add_expert_biases(layer.gate_exps_bias, n_ff, moe, n_expert, moe.gate.data(), pool);
     add_expert_biases(layer.up_exps_bias, n_ff, moe, n_expert, moe.up.data(), pool);
   }
-  activate(arch.ffn_activation, moe.gate.data(), moe.up.data(), n_rows * k * n_ff, pool);
+  activate_ffn(arch.ffn_activation, moe.gate.data(), moe.up.data(), n_rows * k * n_ff, pool);
   // ... then down, each expert on its run of activated rows.
   moe.jobs.clear();
   for (int64_t e = 0; e < n_expert; ++e) {
