@@ -21,15 +21,24 @@ namespace {
 static_assert(offsetof(ActQ8_K, bsums) == 4 && offsetof(ActQ8_K, qs) == 36);
 constexpr size_t kActBytes = sizeof(ActQ8_K);
 
-// The 6-bit scale (sc) and min (mn) of sub-block j of a q4_K / q5_K super-block; see
-// quant/block_types.h for the packing of the 12 bytes (re-implemented here, see avx2_util.h).
-inline void unpack_scales_mins(const uint8_t* s, uint8_t* sc, uint8_t* mn) {
-  for (int j = 0; j < 4; ++j) {
-    sc[j] = s[j] & 0x3f;
-    mn[j] = s[j + 4] & 0x3f;
-    sc[j + 4] = static_cast<uint8_t>((s[j + 8] & 0x0f) | ((s[j] >> 6) << 4));
-    mn[j + 4] = static_cast<uint8_t>((s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4));
-  }
+// The 6-bit scales (bytes 0..7 of *sc) and mins (*mn) of the eight sub-blocks of a q4_K / q5_K
+// super-block, from the 12 bytes at s; see quant/block_types.h for the packing (sub-blocks 0-3:
+// low 6 bits of bytes 0-3 and 4-7; 4-7: a nibble of bytes 8-11 with the top 2 bits of 0-3 / 4-7
+// above it), unpacked four at a time in 32-bit words.
+inline void unpack_scales_mins(const uint8_t* s, uint64_t* sc, uint64_t* mn) {
+  uint32_t u[3];
+  std::memcpy(u, s, sizeof(u));
+  const uint32_t sc_lo = u[0] & 0x3f3f3f3fu;
+  const uint32_t mn_lo = u[1] & 0x3f3f3f3fu;
+  const uint32_t sc_hi = (u[2] & 0x0f0f0f0fu) | ((u[0] >> 2) & 0x30303030u);
+  const uint32_t mn_hi = ((u[2] >> 4) & 0x0f0f0f0fu) | ((u[1] >> 2) & 0x30303030u);
+  *sc = sc_lo | (static_cast<uint64_t>(sc_hi) << 32);
+  *mn = mn_lo | (static_cast<uint64_t>(mn_hi) << 32);
+}
+
+// Byte j of `bytes` (j < 8), zero-extended, in each of the sixteen int16 lanes.
+inline __m256i broadcast_byte_as_int16(__m256i bytes, int j) {
+  return _mm256_shuffle_epi8(bytes, _mm256_set1_epi16(static_cast<int16_t>(0x8000 | j)));
 }
 
 // A decoded super-block of one weight row.
@@ -51,8 +60,8 @@ struct DecQ45K {
   static void decode(const uint8_t* p, SuperBlock& sb) {
     sb.d = f16_bits_to_f32(load_u16(p));
     sb.dmin = f16_bits_to_f32(load_u16(p + 2));
-    uint8_t sc[8], mn[8];
-    unpack_scales_mins(p + 4, sc, mn);
+    uint64_t sc, mn;
+    unpack_scales_mins(p + 4, &sc, &mn);
     const uint8_t* qs = p + (kFiveBit ? 48 : 16);
     const __m256i low4 = _mm256_set1_epi8(0x0f);
     __m256i qh = _mm256_setzero_si256();
@@ -73,8 +82,9 @@ struct DecQ45K {
       sb.q[2 * c] = lo;
       sb.q[2 * c + 1] = hi;
     }
-    for (int j = 0; j < 8; ++j) sb.scale[j] = _mm256_set1_epi16(sc[j]);
-    const __m128i m16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(mn)));
+    const __m256i sc_bytes = _mm256_set1_epi64x(static_cast<int64_t>(sc));
+    for (int j = 0; j < 8; ++j) sb.scale[j] = broadcast_byte_as_int16(sc_bytes, j);
+    const __m128i m16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(mn)));
     sb.correction = _mm256_set_m128i(_mm_unpackhi_epi16(m16, m16), _mm_unpacklo_epi16(m16, m16));
   }
 };
@@ -115,35 +125,41 @@ struct DecQ6K {
   }
 };
 
-// isum (and for q4_K / q5_K, msum) of one decoded super-block with one activation block.
-template <bool kSixBit>
-inline void super_block_sums(const SuperBlock& sb, const uint8_t* xb, int32_t& isum,
-                             int32_t& msum) {
-  __m256i acc = _mm256_setzero_si256();
-  for (int g = 0; g < 8; ++g) {
-    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + 36 + 32 * g));
-    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(sb.q[g], xq), sb.scale[g]));
-  }
-  const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + 4));
-  const __m256i corr = _mm256_madd_epi16(bsums, sb.correction);
-  if constexpr (kSixBit) {
-    isum = hsum_epi32(_mm256_sub_epi32(acc, _mm256_slli_epi32(corr, 5)));
-    msum = 0;
-  } else {
-    isum = hsum_epi32(acc);
-    msum = hsum_epi32(corr);
-  }
+// Lane p of the result: the sum of v[p]'s eight int32 lanes (p < P <= 8; lanes from P on are 0).
+// Integer sums are exact, so the order of this tree is free.
+template <int P>
+inline __m256i lane_sums(const __m256i* v) {
+  static_assert(P >= 1 && P <= 8);
+  __m256i u[8];
+  for (int p = 0; p < 8; ++p) u[p] = p < P ? v[p] : _mm256_setzero_si256();
+  // hadd(a, b) per 128-bit half: a0+a1, a2+a3, b0+b1, b2+b3; twice gives, per half, the sums
+  // of four vectors' halves; the two halves are then added across.
+  const __m256i h0123 =
+      _mm256_hadd_epi32(_mm256_hadd_epi32(u[0], u[1]), _mm256_hadd_epi32(u[2], u[3]));
+  const __m256i h4567 =
+      _mm256_hadd_epi32(_mm256_hadd_epi32(u[4], u[5]), _mm256_hadd_epi32(u[6], u[7]));
+  return _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20),
+                          _mm256_permute2x128_si256(h0123, h4567, 0x31));
 }
 
+// An empty barrier on v: without it GCC regroups the integer additions into trees whose partial
+// sums spill to the stack (measured: a third more instructions per super-block).
+inline void pin_to_register(__m256i& v) {
+  asm("" : "+x"(v));
+}
+
+// An R x T tile (R * T <= 8) whose accumulators share one register: lane r * T + t belongs to
+// (row o + r, token t0 + t). Per super-block, each pair's integer sums are reduced together by
+// lane_sums, then every lane takes the contract's two float steps at once.
 template <class Dec, bool kSixBit>
 struct QKTile {
   template <int R, int T>
   struct Kernel {
+    static constexpr int P = R * T;
+    static_assert(P <= 8);
     static void run(const MatmulArgs& a, int64_t o, int64_t t0) {
       const auto [w, x] = tile_at<R, T>(a, o, t0);
-      float acc[R][T];
-      for (int r = 0; r < R; ++r)
-        for (int t = 0; t < T; ++t) acc[r][t] = 0.0f;
+      __m256 acc = _mm256_setzero_ps();
       const int64_t n_blocks = a.n_in / 256;
       for (int64_t b = 0; b < n_blocks; ++b) {
         SuperBlock sb[R];
@@ -151,21 +167,50 @@ struct QKTile {
           prefetch_ahead(w[r] + b * Dec::kBytes, static_cast<int>(Dec::kBytes));
           Dec::decode(w[r] + b * Dec::kBytes, sb[r]);
         }
-        for (int t = 0; t < T; ++t) {
-          const uint8_t* xb = x[t] + b * kActBytes;
-          const float dx = load_f32(xb);
-          for (int r = 0; r < R; ++r) {
-            int32_t isum, msum;
-            super_block_sums<kSixBit>(sb[r], xb, isum, msum);
-            acc[r][t] = acc[r][t] + (sb[r].d * dx) * static_cast<float>(isum);
-            if constexpr (!kSixBit) {
-              acc[r][t] = acc[r][t] - (sb[r].dmin * dx) * static_cast<float>(msum);
+        const uint8_t* xb[T];
+        for (int t = 0; t < T; ++t) xb[t] = x[t] + b * kActBytes;
+        __m256i dots[P];
+        for (int p = 0; p < P; ++p) dots[p] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int g = 0; g < 8; ++g) {
+#pragma GCC unroll 8
+          for (int t = 0; t < T; ++t) {
+            const __m256i xq =
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[t] + 36 + 32 * g));
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+              dots[r * T + t] = _mm256_add_epi32(
+                  dots[r * T + t],
+                  _mm256_madd_epi16(_mm256_maddubs_epi16(sb[r].q[g], xq), sb[r].scale[g]));
+              pin_to_register(dots[r * T + t]);
             }
           }
         }
+        __m256i corr[P];
+        alignas(32) float scale[8] = {};
+        alignas(32) float scale_min[8] = {};
+        for (int t = 0; t < T; ++t) {
+          const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[t] + 4));
+          const float dx = load_f32(xb[t]);
+          for (int r = 0; r < R; ++r) {
+            corr[r * T + t] = _mm256_madd_epi16(bsums, sb[r].correction);
+            scale[r * T + t] = sb[r].d * dx;
+            scale_min[r * T + t] = sb[r].dmin * dx;
+          }
+        }
+        __m256i isum = lane_sums<P>(dots);
+        const __m256i msum = lane_sums<P>(corr);
+        if constexpr (kSixBit) isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(msum, 5));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_load_ps(scale), _mm256_cvtepi32_ps(isum)));
+        if constexpr (!kSixBit) {
+          acc = _mm256_sub_ps(acc,
+                              _mm256_mul_ps(_mm256_load_ps(scale_min), _mm256_cvtepi32_ps(msum)));
+        }
       }
-      for (int t = 0; t < T; ++t)
-        for (int r = 0; r < R; ++r) a.out[(t0 + t) * a.n_out + o + r] = acc[r][t];
+      alignas(32) float result[8];
+      _mm256_store_ps(result, acc);
+      for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) a.out[(t0 + t) * a.n_out + o + r] = result[r * T + t];
     }
   };
 };
@@ -177,16 +222,55 @@ using Q5KKernel = QKTile<DecQ45K<true>, false>::Kernel<R, T>;
 template <int R, int T>
 using Q6KKernel = QKTile<DecQ6K, true>::Kernel<R, T>;
 
+// Kernel<R, left>::run for the last `left` (<= L) tokens, from t.
+template <template <int, int> class Kernel, int R, int L>
+void run_leftover_tokens(const MatmulArgs& a, int64_t o, int64_t t, int64_t left) {
+  if constexpr (L > 0) {
+    if (left == L) {
+      Kernel<R, L>::run(a, o, t);
+    } else {
+      run_leftover_tokens<Kernel, R, L - 1>(a, o, t, left);
+    }
+  }
+}
+
+// Tokens [0, n_tokens) of rows o .. o+R-1 in R x T tiles, and an R x L tile for the L left over.
+template <template <int, int> class Kernel, int R, int T>
+void tokens_in_tiles(const MatmulArgs& a, int64_t o) {
+  int64_t t = 0;
+  for (; t + T <= a.n_tokens; t += T) Kernel<R, T>::run(a, o, t);
+  run_leftover_tokens<Kernel, R, T - 1>(a, o, t, a.n_tokens - t);
+}
+
+// Rows [row_begin, row_end) R at a time, then the rows left over one at a time.
+template <template <int, int> class Kernel, int R, int T>
+void rows_in_tiles(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
+  int64_t o = row_begin;
+  for (; o + R <= row_end; o += R) tokens_in_tiles<Kernel, R, T>(a, o);
+  for (; o < row_end; ++o) tokens_in_tiles<Kernel, 1, T>(a, o);
+}
+
+// One token: 8 x 1 tiles (each weight row read once, eight rows' sums reduced together); two
+// tokens: 4 x 2; more: 2 x 4. Every element's arithmetic is the same in any tile.
+template <template <int, int> class Kernel>
+void drive_qk_tiles(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
+  if (a.n_tokens == 1) {
+    rows_in_tiles<Kernel, 2, 1>(a, row_begin, row_end);
+  } else {
+    rows_in_tiles<Kernel, 1, 8>(a, row_begin, row_end);
+  }
+}
+
 }  // namespace
 
 void matmul_q4_k(const MatmulArgs& a, int64_t b, int64_t e) {
-  drive_tiles<Q4KKernel, 2, 4, 2>(a, b, e);
+  drive_qk_tiles<Q4KKernel>(a, b, e);
 }
 void matmul_q5_k(const MatmulArgs& a, int64_t b, int64_t e) {
-  drive_tiles<Q5KKernel, 2, 4, 2>(a, b, e);
+  drive_qk_tiles<Q5KKernel>(a, b, e);
 }
 void matmul_q6_k(const MatmulArgs& a, int64_t b, int64_t e) {
-  drive_tiles<Q6KKernel, 2, 4, 2>(a, b, e);
+  drive_qk_tiles<Q6KKernel>(a, b, e);
 }
 
 }  // namespace trellis::kernels_detail::avx2
