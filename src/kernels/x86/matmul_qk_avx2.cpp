@@ -115,13 +115,15 @@ struct DecQ6K {
       sb.q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
                                         _mm256_and_si256(_mm256_srli_epi16(qh, 2), two_bits));
     }
-    const auto* scales = reinterpret_cast<const int8_t*>(p + 192);
+    // Scale byte k moved to the high byte of an int16 and shifted back down: sign-extended.
+    const __m128i scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 192));
+    const __m256i both_halves = _mm256_set_m128i(scales, scales);
     for (int g = 0; g < 8; ++g) {
-      sb.scale[g] =
-          _mm256_set_m128i(_mm_set1_epi16(scales[2 * g + 1]), _mm_set1_epi16(scales[2 * g]));
+      const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>((2 * g + 1) << 8)),
+                                            _mm_set1_epi16(static_cast<int16_t>((2 * g) << 8)));
+      sb.scale[g] = _mm256_srai_epi16(_mm256_shuffle_epi8(both_halves, pick), 8);
     }
-    sb.correction =
-        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 192)));
+    sb.correction = _mm256_cvtepi8_epi16(scales);
   }
 };
 
@@ -130,6 +132,14 @@ struct DecQ6K {
 template <int P>
 inline __m256i lane_sums(const __m256i* v) {
   static_assert(P >= 1 && P <= 8);
+  if constexpr (P <= 4) {  // one round of four, its halves added across
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i h01 = _mm256_hadd_epi32(v[0], P > 1 ? v[1] : zero);
+    const __m256i h23 = P > 2 ? _mm256_hadd_epi32(v[2], P > 3 ? v[3] : zero) : zero;
+    const __m256i h = _mm256_hadd_epi32(h01, h23);
+    return _mm256_zextsi128_si256(
+        _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
+  }
   __m256i u[8];
   for (int p = 0; p < 8; ++p) u[p] = p < P ? v[p] : _mm256_setzero_si256();
   // hadd(a, b) per 128-bit half: a0+a1, a2+a3, b0+b1, b2+b3; twice gives, per half, the sums
@@ -140,6 +150,14 @@ inline __m256i lane_sums(const __m256i* v) {
       _mm256_hadd_epi32(_mm256_hadd_epi32(u[4], u[5]), _mm256_hadd_epi32(u[6], u[7]));
   return _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20),
                           _mm256_permute2x128_si256(h0123, h4567, 0x31));
+}
+
+// The vector whose lane r * T + t is value(r, t) (lanes from R * T on: 0).
+template <int R, int T, class Value>
+[[gnu::always_inline]] inline __m256 pair_lanes(Value value) {
+  float v[8];
+  for (int p = 0; p < 8; ++p) v[p] = p < R * T ? value(p / T, p % T) : 0.0f;
+  return _mm256_setr_ps(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
 }
 
 // An empty barrier on v: without it GCC regroups the integer additions into trees whose partial
@@ -187,24 +205,24 @@ struct QKTile {
           }
         }
         __m256i corr[P];
-        alignas(32) float scale[8] = {};
-        alignas(32) float scale_min[8] = {};
+        float dx[T];
         for (int t = 0; t < T; ++t) {
           const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[t] + 4));
-          const float dx = load_f32(xb[t]);
-          for (int r = 0; r < R; ++r) {
-            corr[r * T + t] = _mm256_madd_epi16(bsums, sb[r].correction);
-            scale[r * T + t] = sb[r].d * dx;
-            scale_min[r * T + t] = sb[r].dmin * dx;
-          }
+          dx[t] = load_f32(xb[t]);
+          for (int r = 0; r < R; ++r) corr[r * T + t] = _mm256_madd_epi16(bsums, sb[r].correction);
         }
+        // Built in registers: a vector loaded from eight scalar stores would wait for them.
+        const __m256 x_scale = pair_lanes<R, T>([&](int, int t) { return dx[t]; });
+        const __m256 scale =
+            _mm256_mul_ps(pair_lanes<R, T>([&](int r, int) { return sb[r].d; }), x_scale);
+        const __m256 scale_min =
+            _mm256_mul_ps(pair_lanes<R, T>([&](int r, int) { return sb[r].dmin; }), x_scale);
         __m256i isum = lane_sums<P>(dots);
         const __m256i msum = lane_sums<P>(corr);
         if constexpr (kSixBit) isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(msum, 5));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_load_ps(scale), _mm256_cvtepi32_ps(isum)));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(scale, _mm256_cvtepi32_ps(isum)));
         if constexpr (!kSixBit) {
-          acc = _mm256_sub_ps(acc,
-                              _mm256_mul_ps(_mm256_load_ps(scale_min), _mm256_cvtepi32_ps(msum)));
+          acc = _mm256_sub_ps(acc, _mm256_mul_ps(scale_min, _mm256_cvtepi32_ps(msum)));
         }
       }
       alignas(32) float result[8];
@@ -250,12 +268,13 @@ void rows_in_tiles(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
   for (; o < row_end; ++o) tokens_in_tiles<Kernel, 1, T>(a, o);
 }
 
-// One token: 8 x 1 tiles (each weight row read once, eight rows' sums reduced together); two
-// tokens: 4 x 2; more: 2 x 4. Every element's arithmetic is the same in any tile.
-template <template <int, int> class Kernel>
+// One token: kDecodeRows x 1 tiles (the rows that decode best together: measured, 4 for q4_K,
+// 2 for q6_K, whose decoded super-blocks take more registers); more tokens: 1 x 8 tiles, so a
+// row's decode serves eight tokens. Every element's arithmetic is the same in any tile.
+template <template <int, int> class Kernel, int kDecodeRows>
 void drive_qk_tiles(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
   if (a.n_tokens == 1) {
-    rows_in_tiles<Kernel, 2, 1>(a, row_begin, row_end);
+    rows_in_tiles<Kernel, kDecodeRows, 1>(a, row_begin, row_end);
   } else {
     rows_in_tiles<Kernel, 1, 8>(a, row_begin, row_end);
   }
@@ -264,13 +283,13 @@ void drive_qk_tiles(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
 }  // namespace
 
 void matmul_q4_k(const MatmulArgs& a, int64_t b, int64_t e) {
-  drive_qk_tiles<Q4KKernel>(a, b, e);
+  drive_qk_tiles<Q4KKernel, 4>(a, b, e);
 }
 void matmul_q5_k(const MatmulArgs& a, int64_t b, int64_t e) {
-  drive_qk_tiles<Q5KKernel>(a, b, e);
+  drive_qk_tiles<Q5KKernel, 4>(a, b, e);
 }
 void matmul_q6_k(const MatmulArgs& a, int64_t b, int64_t e) {
-  drive_qk_tiles<Q6KKernel>(a, b, e);
+  drive_qk_tiles<Q6KKernel, 2>(a, b, e);
 }
 
 }  // namespace trellis::kernels_detail::avx2
