@@ -57,4 +57,44 @@ void drive_tiles(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
   }
 }
 
+// Kernel<R, left>::run for the last `left` (<= L) tokens, from t.
+template <template <int, int> class Kernel, int R, int L>
+void run_leftover_tokens(const MatmulArgs& a, int64_t o, int64_t t, int64_t left) {
+  if constexpr (L > 0) {
+    if (left == L) {
+      Kernel<R, L>::run(a, o, t);
+    } else {
+      run_leftover_tokens<Kernel, R, L - 1>(a, o, t, left);
+    }
+  }
+}
+
+// Tokens [0, n_tokens) of rows o .. o+R-1 in R x T tiles, and an R x L tile for the L left over.
+template <template <int, int> class Kernel, int R, int T>
+void tokens_in_tiles(const MatmulArgs& a, int64_t o) {
+  int64_t t = 0;
+  for (; t + T <= a.n_tokens; t += T) Kernel<R, T>::run(a, o, t);
+  run_leftover_tokens<Kernel, R, T - 1>(a, o, t, a.n_tokens - t);
+}
+
+// Rows [row_begin, row_end) R at a time, then the rows left over one at a time.
+template <template <int, int> class Kernel, int R, int T>
+void rows_in_tiles(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
+  int64_t o = row_begin;
+  for (; o + R <= row_end; o += R) tokens_in_tiles<Kernel, R, T>(a, o);
+  for (; o < row_end; ++o) tokens_in_tiles<Kernel, 1, T>(a, o);
+}
+
+// Tiles of at most eight (row, token) pairs, for kernels that keep one accumulator per pair in a
+// lane of one register. One token: kDecodeRows x 1 tiles (the rows that decode best together,
+// measured per type); more: 1 x 8 tiles, so that a row's decode serves eight tokens.
+template <template <int, int> class Kernel, int kDecodeRows>
+void drive_pair_tiles(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
+  if (a.n_tokens == 1) {
+    rows_in_tiles<Kernel, kDecodeRows, 1>(a, row_begin, row_end);
+  } else {
+    rows_in_tiles<Kernel, 1, 8>(a, row_begin, row_end);
+  }
+}
+
 }  // namespace trellis::kernels_detail

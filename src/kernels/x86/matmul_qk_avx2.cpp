@@ -127,45 +127,6 @@ struct DecQ6K {
   }
 };
 
-// Lane p of the result: the sum of v[p]'s eight int32 lanes (p < P <= 8; lanes from P on are 0).
-// Integer sums are exact, so the order of this tree is free.
-template <int P>
-inline __m256i lane_sums(const __m256i* v) {
-  static_assert(P >= 1 && P <= 8);
-  if constexpr (P <= 4) {  // one round of four, its halves added across
-    const __m256i zero = _mm256_setzero_si256();
-    const __m256i h01 = _mm256_hadd_epi32(v[0], P > 1 ? v[1] : zero);
-    const __m256i h23 = P > 2 ? _mm256_hadd_epi32(v[2], P > 3 ? v[3] : zero) : zero;
-    const __m256i h = _mm256_hadd_epi32(h01, h23);
-    return _mm256_zextsi128_si256(
-        _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
-  }
-  __m256i u[8];
-  for (int p = 0; p < 8; ++p) u[p] = p < P ? v[p] : _mm256_setzero_si256();
-  // hadd(a, b) per 128-bit half: a0+a1, a2+a3, b0+b1, b2+b3; twice gives, per half, the sums
-  // of four vectors' halves; the two halves are then added across.
-  const __m256i h0123 =
-      _mm256_hadd_epi32(_mm256_hadd_epi32(u[0], u[1]), _mm256_hadd_epi32(u[2], u[3]));
-  const __m256i h4567 =
-      _mm256_hadd_epi32(_mm256_hadd_epi32(u[4], u[5]), _mm256_hadd_epi32(u[6], u[7]));
-  return _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20),
-                          _mm256_permute2x128_si256(h0123, h4567, 0x31));
-}
-
-// The vector whose lane r * T + t is value(r, t) (lanes from R * T on: 0).
-template <int R, int T, class Value>
-[[gnu::always_inline]] inline __m256 pair_lanes(Value value) {
-  float v[8];
-  for (int p = 0; p < 8; ++p) v[p] = p < R * T ? value(p / T, p % T) : 0.0f;
-  return _mm256_setr_ps(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
-}
-
-// An empty barrier on v: without it GCC regroups the integer additions into trees whose partial
-// sums spill to the stack (measured: a third more instructions per super-block).
-inline void pin_to_register(__m256i& v) {
-  asm("" : "+x"(v));
-}
-
 // An R x T tile (R * T <= 8) whose accumulators share one register: lane r * T + t belongs to
 // (row o + r, token t0 + t). Per super-block, each pair's integer sums are reduced together by
 // lane_sums, then every lane takes the contract's two float steps at once.
@@ -240,56 +201,16 @@ using Q5KKernel = QKTile<DecQ45K<true>, false>::Kernel<R, T>;
 template <int R, int T>
 using Q6KKernel = QKTile<DecQ6K, true>::Kernel<R, T>;
 
-// Kernel<R, left>::run for the last `left` (<= L) tokens, from t.
-template <template <int, int> class Kernel, int R, int L>
-void run_leftover_tokens(const MatmulArgs& a, int64_t o, int64_t t, int64_t left) {
-  if constexpr (L > 0) {
-    if (left == L) {
-      Kernel<R, L>::run(a, o, t);
-    } else {
-      run_leftover_tokens<Kernel, R, L - 1>(a, o, t, left);
-    }
-  }
-}
-
-// Tokens [0, n_tokens) of rows o .. o+R-1 in R x T tiles, and an R x L tile for the L left over.
-template <template <int, int> class Kernel, int R, int T>
-void tokens_in_tiles(const MatmulArgs& a, int64_t o) {
-  int64_t t = 0;
-  for (; t + T <= a.n_tokens; t += T) Kernel<R, T>::run(a, o, t);
-  run_leftover_tokens<Kernel, R, T - 1>(a, o, t, a.n_tokens - t);
-}
-
-// Rows [row_begin, row_end) R at a time, then the rows left over one at a time.
-template <template <int, int> class Kernel, int R, int T>
-void rows_in_tiles(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
-  int64_t o = row_begin;
-  for (; o + R <= row_end; o += R) tokens_in_tiles<Kernel, R, T>(a, o);
-  for (; o < row_end; ++o) tokens_in_tiles<Kernel, 1, T>(a, o);
-}
-
-// One token: kDecodeRows x 1 tiles (the rows that decode best together: measured, 4 for q4_K,
-// 2 for q6_K, whose decoded super-blocks take more registers); more tokens: 1 x 8 tiles, so a
-// row's decode serves eight tokens. Every element's arithmetic is the same in any tile.
-template <template <int, int> class Kernel, int kDecodeRows>
-void drive_qk_tiles(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
-  if (a.n_tokens == 1) {
-    rows_in_tiles<Kernel, kDecodeRows, 1>(a, row_begin, row_end);
-  } else {
-    rows_in_tiles<Kernel, 1, 8>(a, row_begin, row_end);
-  }
-}
-
 }  // namespace
 
 void matmul_q4_k(const MatmulArgs& a, int64_t b, int64_t e) {
-  drive_qk_tiles<Q4KKernel, 4>(a, b, e);
+  drive_pair_tiles<Q4KKernel, 4>(a, b, e);
 }
 void matmul_q5_k(const MatmulArgs& a, int64_t b, int64_t e) {
-  drive_qk_tiles<Q5KKernel, 4>(a, b, e);
+  drive_pair_tiles<Q5KKernel, 4>(a, b, e);
 }
 void matmul_q6_k(const MatmulArgs& a, int64_t b, int64_t e) {
-  drive_qk_tiles<Q6KKernel, 2>(a, b, e);
+  drive_pair_tiles<Q6KKernel, 2>(a, b, e);
 }
 
 }  // namespace trellis::kernels_detail::avx2
