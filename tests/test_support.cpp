@@ -82,6 +82,19 @@ const std::string& tiny_engine_model() {
   return path;
 }
 
+const std::string& tiny_moe_engine_model() {
+  static const std::string path = [] {
+    const std::string p = temp_dir() + "/engine-tiny-gpt-oss.gguf";
+    const Result<ModelPreset> preset = preset_for_arch(*find_model_preset("tiny"), "gpt-oss");
+    EXPECT_TRUE(preset.ok());
+    const SynthOptions options{*preset, DType::Q8_0, 9, "", p, 2, false};
+    const Status status = synthesize_model(options);
+    EXPECT_TRUE(status.ok()) << status.error().message;
+    return p;
+  }();
+  return path;
+}
+
 int scaled_count(int full, int minimum) {
   double scale = 1.0;
   if (const char* env = std::getenv("TRELLIS_TEST_SCALE")) {

@@ -29,6 +29,9 @@ EngineRequest greedy_request(std::vector<TokenId> prompt, int32_t max_tokens,
 
 // The tiny preset as Q8_0 (seed 9), made once per test process: the engine tests' model.
 const std::string& tiny_engine_model();
+// The tiny preset recast as gpt-oss (Q8_0): a mixture of experts with biases, attention sinks and
+// window layers, for the tests that run every family's machinery through the engine.
+const std::string& tiny_moe_engine_model();
 
 // How many repetitions a stress or randomized test runs: `full` times TRELLIS_TEST_SCALE (a
 // number in (0, 1], default 1), rounded up, and never below `minimum`. The sanitizer runs set

@@ -53,8 +53,9 @@ EngineConfig disk_config(const std::string& dir, std::vector<std::string>* log =
   return config;
 }
 
-std::unique_ptr<Engine> make_engine(const EngineConfig& config) {
-  Result<std::unique_ptr<Engine>> engine = Engine::create(tiny_model_path(), config);
+std::unique_ptr<Engine> make_engine(const EngineConfig& config,
+                                    const std::string& model = tiny_model_path()) {
+  Result<std::unique_ptr<Engine>> engine = Engine::create(model, config);
   EXPECT_TRUE(engine.ok()) << engine.error().message;
   return engine.ok() ? std::move(engine).value() : nullptr;
 }
@@ -85,19 +86,21 @@ std::vector<Tokens> prompts(uint32_t seed, int n) {
 }
 
 // Outputs without any cache, one request at a time: what every other run must reproduce.
-const std::vector<RequestOutput>& reference(const std::vector<Tokens>& ps) {
-  static std::map<std::vector<Tokens>, std::vector<RequestOutput>> memo;
-  auto it = memo.find(ps);
+const std::vector<RequestOutput>& reference(const std::vector<Tokens>& ps,
+                                            const std::string& model = tiny_model_path()) {
+  static std::map<std::pair<std::string, std::vector<Tokens>>, std::vector<RequestOutput>> memo;
+  const auto key = std::make_pair(model, ps);
+  auto it = memo.find(key);
   if (it != memo.end()) return it->second;
   EngineConfig config;
   config.n_threads = 2;
   config.block_size = kBlock;
   config.n_ctx = kContext;
   config.prefix_cache.enabled = false;
-  std::unique_ptr<Engine> engine = make_engine(config);
+  std::unique_ptr<Engine> engine = make_engine(config, model);
   std::vector<RequestOutput> want;
   for (const Tokens& p : ps) want.push_back(*engine->run(greedy(p)));
-  return memo[ps] = std::move(want);
+  return memo[key] = std::move(want);
 }
 
 void expect_same(const RequestOutput& got, const RequestOutput& want, const std::string& what) {
@@ -119,8 +122,9 @@ void expect_no_leak(Engine& engine) {
 
 // Runs the prompts one after another, checking each against the reference; returns the prompt
 // tokens that came from disk.
-int64_t run_and_check(Engine& engine, const std::vector<Tokens>& ps, const std::string& what) {
-  const std::vector<RequestOutput>& want = reference(ps);
+int64_t run_and_check(Engine& engine, const std::vector<Tokens>& ps, const std::string& what,
+                      const std::string& model = tiny_model_path()) {
+  const std::vector<RequestOutput>& want = reference(ps, model);
   int64_t from_disk = 0;
   for (size_t i = 0; i < ps.size(); ++i) {
     Result<RequestOutput> got = engine.run(greedy(ps[i]));
@@ -173,6 +177,26 @@ TEST(EngineDiskTierTest, OutputsEqualNoCacheAfterEvictionsToDiskLoadsAndRestarts
     EXPECT_EQ(engine->stats().disk.n_corrupt_dropped, 0);
     expect_no_leak(*engine);
   }
+}
+
+// A mixture of experts (gpt-oss: window layers, sinks, biased experts) keeps its KV on disk and
+// reads it back as exactly as a dense model does.
+TEST(EngineDiskTierTest, AMixtureOfExpertsGivesTheSameOutputsFromDiskAndAfterARestart) {
+  const std::string& model = testing::tiny_moe_engine_model();
+  const std::vector<Tokens> ps = prompts(13, 6);
+  const std::string dir = fresh_dir("moe");
+  {
+    std::unique_ptr<Engine> engine = make_engine(disk_config(dir), model);
+    ASSERT_NE(engine, nullptr);
+    run_and_check(*engine, ps, "moe, first run", model);
+    engine->flush_cache();
+    EXPECT_GT(run_and_check(*engine, ps, "moe, after a flush to disk", model), 0);
+    expect_no_leak(*engine);
+  }
+  std::unique_ptr<Engine> engine = make_engine(disk_config(dir), model);
+  ASSERT_NE(engine, nullptr);
+  EXPECT_GT(run_and_check(*engine, ps, "moe, after a restart", model), 0);
+  expect_no_leak(*engine);
 }
 
 TEST(EngineDiskTierTest, ConcurrentRequestsWithLoadsGiveWhatTheyGiveAlone) {

@@ -122,14 +122,13 @@ std::vector<RequestOutput> run_all(Engine& engine) {
   return outputs;
 }
 
-TEST(EnginePipeline, StepsInFlightGiveTheSameOutputs) {
-  std::unique_ptr<Engine> plain = std::move(Engine::create(model_path(), config(nullptr)).value());
+void expect_stages_give_the_same_outputs(const std::string& model) {
+  std::unique_ptr<Engine> plain = std::move(Engine::create(model, config(nullptr)).value());
   const std::vector<RequestOutput> expected = run_all(*plain);
   EXPECT_EQ(plain->stats().max_steps_in_flight, 1);
   for (int stages : {2, 3}) {
     InProcessPipeline pipeline(stages, 0);
-    std::unique_ptr<Engine> split =
-        std::move(Engine::create(model_path(), config(&pipeline)).value());
+    std::unique_ptr<Engine> split = std::move(Engine::create(model, config(&pipeline)).value());
     const std::vector<RequestOutput> actual = run_all(*split);
     ASSERT_EQ(actual.size(), expected.size());
     for (size_t i = 0; i < actual.size(); ++i) {
@@ -142,6 +141,15 @@ TEST(EnginePipeline, StepsInFlightGiveTheSameOutputs) {
     EXPECT_TRUE(split->check_invariants().ok());
     EXPECT_EQ(split->stats().n_blocks_in_use, 0);
   }
+}
+
+TEST(EnginePipeline, StepsInFlightGiveTheSameOutputs) {
+  expect_stages_give_the_same_outputs(model_path());
+}
+
+// Each stage holds its layers' experts (and gpt-oss's sinks and windows).
+TEST(EnginePipeline, AMixtureOfExpertsSplitIntoStagesGivesTheSameOutputs) {
+  expect_stages_give_the_same_outputs(testing::tiny_moe_engine_model());
 }
 
 TEST(EnginePipeline, AFailedStageEndsEveryRequestAndTheEngine) {
