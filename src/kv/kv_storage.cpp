@@ -1,8 +1,8 @@
 #include "kv/kv_storage.h"
 
 #include <cassert>
+#include <cstdlib>
 #include <cstring>
-#include <new>
 #include <string>
 
 namespace trellis {
@@ -17,12 +17,12 @@ Result<KvStorage> KvStorage::create(const KvLayout& layout, int32_t n_blocks) {
   kv.n_blocks_ = n_blocks;
   kv.head_run_bytes_ = static_cast<size_t>(layout.block_size) *
                        static_cast<size_t>(layout.head_dim) * layout.element_bytes();
-  try {
-    kv.storage_.assign(layout.bytes_per_block() * static_cast<size_t>(n_blocks), 0);
-  } catch (const std::bad_alloc&) {
-    return Error{"KV cache: cannot allocate " +
-                 std::to_string(layout.bytes_per_block() * static_cast<size_t>(n_blocks)) +
-                 " bytes"};
+  const size_t bytes = layout.bytes_per_block() * static_cast<size_t>(n_blocks);
+  // calloc, not a zero-filled vector: a large pool comes as fresh zero pages that the OS maps on
+  // first write, so the resident memory grows with the blocks in use, not the pool's size.
+  kv.storage_.reset(static_cast<uint8_t*>(std::calloc(bytes, 1)));
+  if (kv.storage_ == nullptr) {
+    return Error{"KV cache: cannot allocate " + std::to_string(bytes) + " bytes"};
   }
   return kv;
 }
@@ -35,7 +35,7 @@ uint8_t* KvStorage::base(int32_t block, int64_t layer, int kv, int64_t kv_head) 
   size_t offset = static_cast<size_t>(block) * layout_.bytes_per_block() +
                   static_cast<size_t>(layer) * per_layer + static_cast<size_t>(kv) * per_kv +
                   static_cast<size_t>(kv_head) * head_run_bytes_;
-  return storage_.data() + offset;
+  return storage_.get() + offset;
 }
 
 void KvStorage::copy_block(int32_t src, int32_t dst, int32_t n_slots) {

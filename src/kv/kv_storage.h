@@ -10,6 +10,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <vector>
 
 #include "base/result.h"
@@ -47,7 +49,7 @@ class KvStorage {
 
   const KvLayout& layout() const { return layout_; }
   int32_t n_blocks() const { return n_blocks_; }
-  size_t bytes() const { return storage_.size(); }
+  size_t bytes() const { return layout_.bytes_per_block() * static_cast<size_t>(n_blocks_); }
 
   // Start of the [slot][head_dim] run of one head's keys (or values) in one block and layer.
   uint8_t* keys(int32_t block, int64_t layer, int64_t kv_head) {
@@ -81,7 +83,10 @@ class KvStorage {
   KvLayout layout_;
   int32_t n_blocks_ = 0;
   size_t head_run_bytes_ = 0;  // block_size x head_dim elements
-  std::vector<uint8_t> storage_;
+  struct FreeBytes {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t[], FreeBytes> storage_;
   std::vector<BlockCopy>* copy_log_ = nullptr;
 };
 
