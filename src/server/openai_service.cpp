@@ -13,6 +13,7 @@
 
 #include "sample/rng.h"
 #include "server/auth.h"
+#include "server/harmony_tools.h"
 #include "server/openai_response.h"
 #include "server/reply_memory.h"
 #include "server/reply_splitter.h"
@@ -278,17 +279,13 @@ ApiResult<std::vector<TokenId>> OpenAiService::render_chat_prompt(const ChatComp
     has_tool_turns |= m.role == "tool" || !m.tool_calls.empty();
   }
   if (!req.tools.empty() || has_tool_turns) {
-    // gpt-oss's calls go to their own channel and recipient, which the reply splitter does not
-    // read yet: refused rather than answered in a syntax the model was not trained on.
-    if (chat_template_ == ChatTemplateKind::HARMONY) {
-      return invalid_request_error(
-          "tools and tool messages are not supported with the harmony chat format (gpt-oss) yet",
-          req.tools.empty() ? "messages" : "tools");
-    }
     std::vector<ChatTool> tools;
     for (const RequestTool& t : req.tools)
       tools.push_back({t.name, t.description, t.parameters.is_null() ? "" : t.parameters.dump()});
     messages = with_tools_written_out(chat_template_, messages, tools);
+    // gpt-oss reads its tools as a TypeScript namespace.
+    if (chat_template_ == ChatTemplateKind::HARMONY && !req.tools.empty())
+      add_harmony_tools(messages, harmony_tools_text(req.tools));
   }
   // Content is tokenized as plain text: only the template writes control tokens.
   ChatRenderOptions options;
@@ -342,7 +339,18 @@ ApiResult<OpenAiService::Generation> OpenAiService::prepare_chat(std::string_vie
   g->reply.split_reasoning =
       config_.separate_reasoning &&
       ((chat_template_ == ChatTemplateKind::QWEN3 && req.enable_thinking) || g->reply.harmony);
-  if (!req.tools.empty() && req.tool_choice.mode != ToolChoiceMode::NONE) {
+  if (!req.tools.empty() && req.tool_choice.mode != ToolChoiceMode::NONE &&
+      chat_template_ == ChatTemplateKind::HARMONY) {
+    // A call is a message of its own, its header in markup tokens, which grammars do not
+    // match: the model calls when it chooses to.
+    if (req.tool_choice.mode != ToolChoiceMode::AUTO) {
+      return invalid_request_error(
+          "tool_choice 'required' or a named function is not supported with the harmony chat "
+          "format (gpt-oss), whose calls cannot be constrained yet; use 'auto'",
+          "tool_choice");
+    }
+    g->reply.tools = ToolCallSyntax::HARMONY;
+  } else if (!req.tools.empty() && req.tool_choice.mode != ToolChoiceMode::NONE) {
     ToolGrammarOptions options;
     options.syntax = tool_call_syntax(chat_template_);
     options.choice = req.tool_choice;

@@ -16,6 +16,9 @@ constexpr std::string_view kFunctools = "functools[";
 constexpr std::string_view kHarmonyMessage = "<|message|>";
 constexpr std::string_view kHarmonyEnd = "<|end|>";
 constexpr std::string_view kHarmonyChannel = "<|channel|>";
+constexpr std::string_view kHarmonyCall = "<|call|>";
+constexpr std::string_view kHarmonyRecipient = "to=";
+constexpr std::string_view kHarmonyFunctions = "functions.";
 // What a harmony header may begin with (the first message's <|start|>assistant is the prompt's).
 constexpr std::string_view kHarmonyHeaderStarts[] = {"<|start|>", kHarmonyChannel,
                                                      " to=", "<|constrain|>"};
@@ -241,6 +244,17 @@ bool ReplySplitter::read_harmony_header(bool at_end) {
       name = name.substr(0, name.find_first_of(" <"));
     }
     harmony_reasoning_ = format_.split_reasoning && name == "analysis";
+    // A message to functions.NAME (the recipient before or after the channel) is a call.
+    harmony_call_.reset();
+    const size_t to = text.substr(0, at).find(kHarmonyRecipient);
+    if (to != std::string::npos && format_.tools) {
+      std::string_view recipient = text.substr(to + kHarmonyRecipient.size());
+      recipient = recipient.substr(0, std::min(recipient.find_first_of(" <"), at - to));
+      if (recipient.substr(0, kHarmonyFunctions.size()) == kHarmonyFunctions) {
+        harmony_call_ = ChatToolCall{};
+        harmony_call_->name = std::string(recipient.substr(kHarmonyFunctions.size()));
+      }
+    }
     pending_.erase(0, at + kHarmonyMessage.size());
     return true;
   }
@@ -352,8 +366,26 @@ void ReplySplitter::run(ReplyDelta& out, bool at_end) {
         break;
       case State::HARMONY_HEADER:
         if (pending_.empty() || !read_harmony_header(at_end)) return;
-        state_ = State::HARMONY_BODY;
+        state_ = harmony_call_ ? State::HARMONY_CALL : State::HARMONY_BODY;
         break;
+      case State::HARMONY_CALL: {
+        // The arguments run to <|call|> (usually the reply's end: it stops generation) or
+        // <|end|>; they are sent as a call, never streamed as text.
+        const size_t at = std::min(pending_.find(kHarmonyCall), pending_.find(kHarmonyEnd));
+        if (at == std::string::npos && !at_end) return;
+        harmony_call_->arguments += pending_.substr(0, at);
+        const std::string_view rest =
+            std::string_view(pending_).substr(at == std::string::npos ? pending_.size() : at);
+        const size_t marker = rest.substr(0, kHarmonyCall.size()) == kHarmonyCall
+                                  ? kHarmonyCall.size()
+                                  : std::min(rest.size(), kHarmonyEnd.size());
+        pending_.erase(0, pending_.size() - rest.size() + marker);
+        harmony_calls_.push_back(std::move(*harmony_call_));
+        harmony_call_.reset();
+        state_ = State::HARMONY_HEADER;
+        if (pending_.empty()) return;
+        break;
+      }
       case State::HARMONY_BODY: {
         std::string& sink = harmony_reasoning_ ? out.reasoning : out.content;
         size_t at = 0;
@@ -384,6 +416,10 @@ ReplyDelta ReplySplitter::finish(std::vector<ChatToolCall>& calls, const std::st
     std::string leftover;
     calls = parse_tool_calls(*format_.tools, calls_text_, id_prefix, leftover);
     out.content += leftover;
+  }
+  if (format_.harmony && !harmony_calls_.empty()) {
+    calls = std::move(harmony_calls_);
+    for (size_t i = 0; i < calls.size(); ++i) calls[i].id = id_prefix + std::to_string(i);
   }
   return out;
 }

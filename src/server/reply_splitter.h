@@ -8,7 +8,8 @@
 //           {"tool_calls": [...]} | {"response": "..."}                                    GENERIC
 //   harmony (gpt-oss, its markup tokens spelled in the text): messages, each
 //           [<|start|>assistant][ to=R]<|channel|>CHANNEL[ <|constrain|>T]<|message|>BODY[<|end|>]
-//           whose analysis bodies are reasoning and the others content.
+//           whose analysis bodies are reasoning and the others content; with tools, a message
+//           to functions.NAME is a call, its body the arguments (ending at <|call|>).
 #pragma once
 
 #include <optional>
@@ -55,7 +56,7 @@ class ReplySplitter {
   // GENERIC_START: whether a generic-form reply is an answer or calls is not known yet;
   // GENERIC_ANSWER: inside {"response": "...: the string's text streams as content.
   // HARMONY_HEADER: a message's header, up to <|message|> (never sent); HARMONY_BODY: its text,
-  // up to <|end|>, to reasoning or content by its channel.
+  // up to <|end|>, to reasoning or content by its channel; HARMONY_CALL: a call's arguments.
   enum class State {
     START,
     REASONING,
@@ -65,6 +66,7 @@ class ReplySplitter {
     GENERIC_ANSWER,
     HARMONY_HEADER,
     HARMONY_BODY,
+    HARMONY_CALL,
     DONE
   };
   State content_state() const;
@@ -87,6 +89,8 @@ class ReplySplitter {
   bool strip_newlines_ = false;     // after </think>: the newlines before the answer are markup
   bool decided_ = false;            // LLAMA3_JSON: whether the reply is a call is known
   bool harmony_reasoning_ = false;  // HARMONY_BODY: the message is on the analysis channel
+  std::optional<ChatToolCall> harmony_call_;  // HARMONY_CALL: the call being read
+  std::vector<ChatToolCall> harmony_calls_;   // the calls read so far
 };
 
 // The calls in a reply's call text (see ReplySplitter); `leftover` receives what does not parse.

@@ -70,6 +70,8 @@ Result<std::string> tool_call_gbnf(std::span<const RequestTool> tools,
     case ToolCallSyntax::FUNCTOOLS:
       body = calls_after_text("functools[", "functools[", ", ", "]", options, rules);
       break;
+    case ToolCallSyntax::HARMONY:  // its calls' headers are markup tokens: not constrained
+      return Error{"the harmony format's calls cannot be constrained by a grammar"};
     case ToolCallSyntax::GENERIC: {
       body = gbnf_literal("{\"tool_calls\": [") + " " + repeated("call", ", ", options.parallel) +
              " " + gbnf_literal("]}");

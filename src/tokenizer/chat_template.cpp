@@ -1,5 +1,6 @@
 #include "tokenizer/chat_template.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -11,8 +12,9 @@
 namespace trellis {
 namespace {
 
-// IPYTHON: Llama 3's role for a tool's result (chat_tools.h writes tool results in it).
-enum class Role { SYSTEM, USER, ASSISTANT, IPYTHON };
+// IPYTHON: Llama 3's role for a tool's result (chat_tools.h writes tool results in it). TOOL: a
+// tool's result as HARMONY writes it (the other formats get theirs written out by chat_tools.h).
+enum class Role { SYSTEM, USER, ASSISTANT, IPYTHON, TOOL };
 
 std::string_view role_name(Role role) {
   switch (role) {
@@ -24,6 +26,8 @@ std::string_view role_name(Role role) {
       return "assistant";
     case Role::IPYTHON:
       return "ipython";
+    case Role::TOOL:
+      return "tool";
   }
   return "?";
 }
@@ -60,6 +64,8 @@ Result<std::vector<Role>> parse_roles(std::span<const ChatMessage> messages) {
       roles.push_back(Role::ASSISTANT);
     } else if (role == "ipython") {
       roles.push_back(Role::IPYTHON);
+    } else if (role == "tool") {
+      roles.push_back(Role::TOOL);
     } else {
       return Error{"chat message " + std::to_string(i) + " has role '" + role +
                    "'; the roles are system, user, assistant and tool"};
@@ -232,23 +238,53 @@ void render_turns(std::span<const ChatMessage> messages, std::span<const Role> r
   }
 }
 
-// gpt-oss: the system preamble, then every message as <|start|>ROLE[<|channel|>final]<|message|>
-// CONTENT<|end|>; a system message is the developer's instructions.
+// gpt-oss: the system preamble, then every message as <|start|>ROLE[<|channel|>C]<|message|>
+// CONTENT<|end|>; a system message is the developer's instructions (and the tools' namespace);
+// an assistant's calls are <|start|>assistant to=functions.NAME<|channel|>commentary json
+// <|message|>ARGS<|call|> and a tool's result <|start|>functions.NAME to=assistant<|channel|>
+// commentary<|message|>RESULT<|end|>.
 void render_harmony(std::span<const ChatMessage> messages, std::span<const Role> roles,
                     const ChatRenderOptions& options, SegmentWriter& out) {
-  out.markup("<|start|>system<|message|>" + harmony_preamble(options.reasoning_effort) + "<|end|>");
+  const bool has_tools = std::any_of(messages.begin(), messages.end(),
+                                     [](const ChatMessage& m) { return !m.tools_json.empty(); });
+  out.markup("<|start|>system<|message|>" + harmony_preamble(options.reasoning_effort, has_tools) +
+             "<|end|>");
   for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
     switch (roles[i]) {
       case Role::SYSTEM:
-        out.markup("<|start|>developer<|message|># Instructions\n\n").content(messages[i].content);
+        out.markup("<|start|>developer<|message|>");
+        if (!m.content.empty()) out.markup("# Instructions\n\n").content(m.content);
+        if (!m.tools_json.empty()) {
+          if (!m.content.empty()) out.markup("\n\n");
+          out.content(m.tools_json);
+        }
         break;
       case Role::ASSISTANT:
-        out.markup("<|start|>assistant<|channel|>final<|message|>").reply(messages[i].content);
+        if (!m.content.empty() || m.tool_calls.empty()) {
+          // Text before calls is a preamble on the commentary channel, as gpt-oss writes one.
+          const char* channel = m.tool_calls.empty() ? "final" : "commentary";
+          out.markup("<|start|>assistant<|channel|>" + std::string(channel) + "<|message|>")
+              .reply(m.content)
+              .markup("<|end|>");
+        }
+        // Names are [a-zA-Z0-9_-] (the API checks), so a header holds no markup but its own.
+        for (const ChatToolCall& call : m.tool_calls) {
+          out.markup("<|start|>assistant to=functions." + call.name +
+                     "<|channel|>commentary json<|message|>")
+              .content(call.arguments.empty() ? "{}" : call.arguments)
+              .markup("<|call|>");
+        }
+        continue;  // each part closed itself
+      case Role::TOOL:
+        out.markup("<|start|>functions." + m.tool_name +
+                   " to=assistant<|channel|>commentary<|message|>")
+            .content(m.content);
         break;
       case Role::USER:
       case Role::IPYTHON:
         out.markup("<|start|>" + std::string(role_name(roles[i])) + "<|message|>")
-            .content(messages[i].content);
+            .content(m.content);
         break;
     }
     out.markup("<|end|>");
@@ -280,14 +316,17 @@ TurnLayout turn_layout(ChatTemplateKind kind, const ChatRenderOptions& options) 
 
 }  // namespace
 
-std::string harmony_preamble(std::string_view effort) {
-  return "You are ChatGPT, a large language model trained by OpenAI.\n"
-         "Knowledge cutoff: 2024-06\n\n"
-         "Reasoning: " +
-         std::string(effort) +
-         "\n\n"
-         "# Valid channels: analysis, commentary, final. Channel must be included for every "
-         "message.";
+std::string harmony_preamble(std::string_view effort, bool tools) {
+  std::string text =
+      "You are ChatGPT, a large language model trained by OpenAI.\n"
+      "Knowledge cutoff: 2024-06\n\n"
+      "Reasoning: " +
+      std::string(effort) +
+      "\n\n"
+      "# Valid channels: analysis, commentary, final. Channel must be included for every "
+      "message.";
+  if (tools) text += "\nCalls to these tools must go to the commentary channel: 'functions'.";
+  return text;
 }
 
 std::string_view chat_template_name(ChatTemplateKind kind) {
@@ -391,6 +430,15 @@ Result<std::vector<ChatSegment>> render_chat_segments(ChatTemplateKind kind,
   }
   Result<std::vector<Role>> roles = parse_roles(messages);
   if (!roles.ok()) return roles.error();
+  if (kind != ChatTemplateKind::HARMONY) {
+    for (size_t i = 0; i < roles->size(); ++i) {
+      if ((*roles)[i] == Role::TOOL) {
+        return Error{"chat message " + std::to_string(i) + " has role 'tool', which the " +
+                     std::string(chat_template_name(kind)) +
+                     " format renders only once the conversation's tools are written out"};
+      }
+    }
+  }
   SegmentWriter out;
   switch (kind) {
     case ChatTemplateKind::LLAMA2:

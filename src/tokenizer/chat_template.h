@@ -96,8 +96,9 @@ inline constexpr std::array<ChatTemplateKind, 10> kAllChatTemplateKinds = {
     ChatTemplateKind::HARMONY};
 
 // HARMONY's system message with reasoning effort `effort` ("low", "medium", "high"): what
-// gpt-oss's template writes for a request without a date and without tools.
-std::string harmony_preamble(std::string_view effort);
+// gpt-oss's template writes for a request without a date (with `tools`: the line that sends
+// calls to the commentary channel).
+std::string harmony_preamble(std::string_view effort, bool tools = false);
 
 // "llama2", "zephyr", "chatml", "llama3", "mistral", "gemma", "phi3", "qwen3", "phi4", "harmony":
 // the names --chat-template accepts.
@@ -153,8 +154,10 @@ struct ChatMessage {
   std::vector<ChatToolCall> tool_calls;  // assistant messages: the calls the model made
   std::string tool_call_id;              // "tool" messages: the call this is the result of
   // PHI4 system messages: the tools' JSON list, written between <|tool|> and <|/tool|> (as
-  // content: it is the client's text).
+  // content: it is the client's text). HARMONY system messages: the tools' TypeScript namespace.
   std::string tools_json;
+  // HARMONY "tool" messages: the function whose result this is.
+  std::string tool_name;
 };
 
 struct ChatRenderOptions {

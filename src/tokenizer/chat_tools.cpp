@@ -126,6 +126,22 @@ std::string assistant_text(ToolCallSyntax syntax, const ChatMessage& m) {
   return text;
 }
 
+// HARMONY keeps the calls and results for its renderer; a result learns its function's name from
+// the call it answers (by id; without a match, the latest call's).
+std::vector<ChatMessage> with_harmony_tool_turns(std::span<const ChatMessage> messages) {
+  std::vector<ChatMessage> out(messages.begin(), messages.end());
+  std::vector<const ChatToolCall*> calls;
+  for (ChatMessage& m : out) {
+    for (const ChatToolCall& call : m.tool_calls) calls.push_back(&call);
+    if (m.role != "tool") continue;
+    m.tool_name = calls.empty() ? "unknown" : calls.back()->name;
+    for (const ChatToolCall* call : calls) {
+      if (!m.tool_call_id.empty() && call->id == m.tool_call_id) m.tool_name = call->name;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 ToolCallSyntax tool_call_syntax(ChatTemplateKind kind) {
@@ -137,6 +153,8 @@ ToolCallSyntax tool_call_syntax(ChatTemplateKind kind) {
       return ToolCallSyntax::LLAMA3_JSON;
     case ChatTemplateKind::PHI4:
       return ToolCallSyntax::FUNCTOOLS;
+    case ChatTemplateKind::HARMONY:
+      return ToolCallSyntax::HARMONY;
     default:
       return ToolCallSyntax::GENERIC;
   }
@@ -151,13 +169,23 @@ std::string written_tool_call(ToolCallSyntax syntax, const ChatToolCall& call) {
     return "{\"name\": " + json_string(call.name) + ", \"parameters\": " + args + "}";
   if (syntax == ToolCallSyntax::FUNCTOOLS)
     return calls_list_text(std::span<const ChatToolCall>(&call, 1), "functools[", "]");
+  if (syntax == ToolCallSyntax::HARMONY)
+    return "<|start|>assistant to=functions." + call.name +
+           "<|channel|>commentary json<|message|>" + args + "<|call|>";
   return generic_calls_text(std::span<const ChatToolCall>(&call, 1));
+}
+
+void add_harmony_tools(std::vector<ChatMessage>& messages, std::string text) {
+  if (messages.empty() || messages.front().role != "system")
+    messages.insert(messages.begin(), ChatMessage{"system", ""});
+  messages.front().tools_json = std::move(text);
 }
 
 std::vector<ChatMessage> with_tools_written_out(ChatTemplateKind kind,
                                                 std::span<const ChatMessage> messages,
                                                 std::span<const ChatTool> tools) {
   const ToolCallSyntax syntax = tool_call_syntax(kind);
+  if (syntax == ToolCallSyntax::HARMONY) return with_harmony_tool_turns(messages);
   std::vector<ChatMessage> out;
   for (const ChatMessage& m : messages) {
     if (m.role == "assistant") {

@@ -13,6 +13,10 @@
 //   FUNCTOOLS (PHI4: Phi-4-mini)  the tools as a JSON list between <|tool|> markers in the system
 //     message; calls as  functools[{"name": NAME, "arguments": ARGS}, ...]  after the text;
 //     results as user messages "Tool result (ID): ...".
+//   HARMONY (gpt-oss)  the tools as a TypeScript namespace in the developer message (the caller
+//     writes it: harmony_tools_text), each call a message of its own to functions.NAME on the
+//     commentary channel, each result a message from functions.NAME (chat_template.h renders
+//     both from the calls and the "tool" messages this keeps).
 //   GENERIC (every other format)  the tools and the instruction to answer with a JSON object,
 //       {"tool_calls": [{"name": NAME, "arguments": ARGS}, ...]}  or  {"response": TEXT}
 //     in the system text (folded into the first user turn where the format has no system role);
@@ -37,7 +41,7 @@ struct ChatTool {
   std::string parameters;   // a JSON schema's text (an object schema)
 };
 
-enum class ToolCallSyntax { HERMES, LLAMA3_JSON, FUNCTOOLS, GENERIC };
+enum class ToolCallSyntax { HERMES, LLAMA3_JSON, FUNCTOOLS, HARMONY, GENERIC };
 
 ToolCallSyntax tool_call_syntax(ChatTemplateKind kind);
 
@@ -47,6 +51,10 @@ ToolCallSyntax tool_call_syntax(ChatTemplateKind kind);
 std::vector<ChatMessage> with_tools_written_out(ChatTemplateKind kind,
                                                 std::span<const ChatMessage> messages,
                                                 std::span<const ChatTool> tools);
+
+// HARMONY: `text` (the tools' namespace) joins the system message, a new one first when there is
+// none.
+void add_harmony_tools(std::vector<ChatMessage>& messages, std::string text);
 
 // How one call is written in the assistant's text (and what the constrained reply produces).
 std::string written_tool_call(ToolCallSyntax syntax, const ChatToolCall& call);

@@ -2,7 +2,8 @@
 // (HERMES for ChatML, Llama 3's JSON, the generic JSON form for the rest): with tool_choice
 // required or a named function every reply is calls of declared functions whose arguments
 // validate; auto gives text or calls; streaming carries the calls as delta.tool_calls; a second
-// turn renders the calls and results back into the prompt. Harmony (gpt-oss) refuses tools.
+// turn renders the calls and results back into the prompt. Harmony (gpt-oss) takes tools with
+// tool_choice auto only.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -221,24 +222,42 @@ TEST(ServerToolsErrorsTest, BadToolRequestsAreRefusedByName) {
   EXPECT_FALSE(none.json()["choices"][0]["message"].contains("tool_calls"));
 }
 
-TEST(ServerToolsErrorsTest, HarmonyChatsButRefusesToolsByName) {
-  // gpt-oss's format: a plain chat is answered; tools and tool turns are refused, not written in
-  // a syntax the model does not know.
+TEST(ServerToolsErrorsTest, HarmonyTakesToolsWithAutoChoiceOnly) {
+  // gpt-oss's format: tools (as its TypeScript namespace) and tool turns render; its calls are
+  // markup tokens a grammar cannot match, so only tool_choice auto (or none) is served.
   TestServer server(with_template(ChatTemplateKind::HARMONY), long_context());
   const json messages = {{{"role", "user"}, {"content", "Weather in Paris?"}}};
   const HttpReply plain =
       server.post("/v1/chat/completions", {{"messages", messages}, {"max_tokens", 4}});
   EXPECT_EQ(plain.status, 200) << plain.body;
-  const HttpReply tools =
-      server.post("/v1/chat/completions", {{"messages", messages}, {"tools", kTools}});
-  EXPECT_EQ(tools.status, 400) << tools.body;
-  EXPECT_EQ(tools.json()["error"]["param"], "tools");
-  EXPECT_NE(tools.json()["error"]["message"].get<std::string>().find("harmony"), std::string::npos);
+  const HttpReply tools = server.post(
+      "/v1/chat/completions", {{"messages", messages}, {"tools", kTools}, {"max_tokens", 4}});
+  EXPECT_EQ(tools.status, 200) << tools.body;
+  EXPECT_GT(tools.json()["usage"]["prompt_tokens"].get<int>(),
+            plain.json()["usage"]["prompt_tokens"].get<int>() + 20)
+      << "the tools are part of the prompt";
+  for (const json& choice :
+       {json("required"), json({{"type", "function"}, {"function", {{"name", "get_weather"}}}})}) {
+    const HttpReply forced =
+        server.post("/v1/chat/completions",
+                    {{"messages", messages}, {"tools", kTools}, {"tool_choice", choice}});
+    EXPECT_EQ(forced.status, 400) << forced.body;
+    EXPECT_EQ(forced.json()["error"]["param"], "tool_choice");
+    EXPECT_NE(forced.json()["error"]["message"].get<std::string>().find("harmony"),
+              std::string::npos);
+  }
   json turns = messages;
+  turns.push_back(
+      {{"role", "assistant"},
+       {"content", nullptr},
+       {"tool_calls",
+        {{{"id", "call_1"},
+          {"type", "function"},
+          {"function", {{"name", "get_weather"}, {"arguments", "{\"city\": \"Paris\"}"}}}}}}});
   turns.push_back({{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "sunny"}});
-  const HttpReply tool_turn = server.post("/v1/chat/completions", {{"messages", turns}});
-  EXPECT_EQ(tool_turn.status, 400) << tool_turn.body;
-  EXPECT_EQ(tool_turn.json()["error"]["param"], "messages");
+  const HttpReply tool_turn = server.post(
+      "/v1/chat/completions", {{"messages", turns}, {"tools", kTools}, {"max_tokens", 4}});
+  EXPECT_EQ(tool_turn.status, 200) << tool_turn.body;
   // reasoning_effort names the preamble's effort; only low, medium and high exist.
   const HttpReply low =
       server.post("/v1/chat/completions",

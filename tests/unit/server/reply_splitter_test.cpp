@@ -86,6 +86,44 @@ TEST(ReplySplitterTest, HarmonyAnalysisIsReasoningAndTheOtherChannelsContent) {
   EXPECT_EQ(s.content, "RA");
 }
 
+TEST(ReplySplitterTest, HarmonyMessagesToFunctionsAreCalls) {
+  ReplyFormat harmony{true, ToolCallSyntax::HARMONY};
+  harmony.harmony = true;
+  // The recipient after the channel (as gpt-oss usually writes it) or before it; the arguments
+  // end at <|call|> (the reply's end, as <|call|> stops generation) or <|end|>.
+  Split s = split_both(harmony,
+                       "<|channel|>analysis<|message|>Need the weather.<|end|>"
+                       "<|start|>assistant<|channel|>commentary to=functions.get_weather "
+                       "<|constrain|>json<|message|>{\"city\": \"Paris\"}<|call|>");
+  EXPECT_EQ(s.reasoning, "Need the weather.");
+  EXPECT_EQ(s.content, "");
+  ASSERT_EQ(s.calls.size(), 1u);
+  EXPECT_EQ(s.calls[0].name, "get_weather");
+  EXPECT_EQ(s.calls[0].arguments, "{\"city\": \"Paris\"}");
+  EXPECT_EQ(s.calls[0].id, "call_x_0");
+  s = split_both(harmony,
+                 "<|channel|>commentary<|message|>Checking both.<|end|>"
+                 "<|start|>assistant to=functions.get_time<|channel|>commentary json<|message|>"
+                 "{\"zone\": \"UTC\"}<|end|><|start|>assistant to=functions.get_weather"
+                 "<|channel|>commentary json<|message|>{}");
+  EXPECT_EQ(s.content, "Checking both.");
+  ASSERT_EQ(s.calls.size(), 2u);
+  EXPECT_EQ(s.calls[0].name, "get_time");
+  EXPECT_EQ(s.calls[0].arguments, "{\"zone\": \"UTC\"}");
+  EXPECT_EQ(s.calls[1].name, "get_weather");
+  EXPECT_EQ(s.calls[1].arguments, "{}");
+  EXPECT_EQ(s.calls[1].id, "call_x_1");
+  // Another recipient is not a function: its message is text. Without tools nothing is a call.
+  s = split_both(harmony, "<|channel|>commentary to=browser.search<|message|>q<|end|>");
+  EXPECT_EQ(s.content, "q");
+  EXPECT_TRUE(s.calls.empty());
+  harmony.tools = std::nullopt;
+  s = split_both(harmony,
+                 "<|channel|>commentary to=functions.get_time<|message|>{\"zone\": 1}<|call|>");
+  EXPECT_TRUE(s.calls.empty());
+  EXPECT_EQ(s.content, "{\"zone\": 1}<|call|>");
+}
+
 TEST(ReplySplitterTest, HermesCallsAfterContent) {
   const ReplyFormat hermes{true, ToolCallSyntax::HERMES};
   const std::string reply =

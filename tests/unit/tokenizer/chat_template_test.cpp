@@ -11,6 +11,7 @@
 #include "gguf/gguf_value.h"
 #include "gguf/gguf_writer.h"
 #include "test_support.h"
+#include "tokenizer/chat_tools.h"
 
 namespace trellis {
 namespace {
@@ -294,6 +295,43 @@ TEST(ChatTemplateTest, HarmonyWritesThePreambleInstructionsAndFinalChannelReplie
       << *text;
 }
 
+TEST(ChatTemplateTest, HarmonyWritesToolsCallsAndResultsAsItsOwnMessages) {
+  std::vector<ChatMessage> messages = {
+      {"user", "Weather in Paris?"},
+      {"assistant", "Let me look.", {{"call_1", "get_weather", "{\"city\": \"Paris\"}"}}},
+      {"tool", "sunny", {}, "call_1"},
+      {"assistant", "", {{"call_2", "get_time", ""}}},
+      {"tool", "noon"}};  // no id: the latest call's
+  messages = with_tools_written_out(ChatTemplateKind::HARMONY, messages, {});
+  add_harmony_tools(messages, "TOOLS");
+  const std::string text = render_ok(ChatTemplateKind::HARMONY, messages, true);
+  EXPECT_EQ(text,
+            "<|start|>system<|message|>" + harmony_preamble("medium", true) +
+                "<|end|><|start|>developer<|message|>TOOLS<|end|>"
+                "<|start|>user<|message|>Weather in Paris?<|end|>"
+                "<|start|>assistant<|channel|>commentary<|message|>Let me look.<|end|>"
+                "<|start|>assistant to=functions.get_weather<|channel|>commentary json"
+                "<|message|>{\"city\": \"Paris\"}<|call|>"
+                "<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>"
+                "sunny<|end|>"
+                "<|start|>assistant to=functions.get_time<|channel|>commentary json<|message|>"
+                "{}<|call|>"
+                "<|start|>functions.get_time to=assistant<|channel|>commentary<|message|>noon"
+                "<|end|><|start|>assistant");
+  EXPECT_NE(harmony_preamble("medium", true)
+                .find("Calls to these tools must go to the commentary channel: 'functions'."),
+            std::string::npos);
+  // A system message keeps its instructions before the tools.
+  std::vector<ChatMessage> with_system = {{"system", "Be brief."}, {"user", "Hi"}};
+  add_harmony_tools(with_system, "TOOLS");
+  EXPECT_NE(render_ok(ChatTemplateKind::HARMONY, with_system, false)
+                .find("<|start|>developer<|message|># Instructions\n\nBe brief.\n\nTOOLS<|end|>"),
+            std::string::npos);
+  // The other formats take a tool result only written out with their tools.
+  const std::vector<ChatMessage> raw = {{"user", "x"}, {"tool", "y"}};
+  EXPECT_FALSE(render_chat(ChatTemplateKind::CHATML, raw, ChatRenderOptions{}).ok());
+}
+
 TEST(ChatTemplateTest, EndOfTurnTextsPerFormat) {
   auto texts = [](ChatTemplateKind kind) {
     std::span<const std::string_view> span = end_of_turn_texts(kind);
@@ -372,14 +410,22 @@ TEST(ChatTemplateTest, EmptyConversationIsAnError) {
   }
 }
 
-// A "tool" message is written out first (chat_tools.h); the renderer itself refuses it.
+// A "tool" message is written out first (chat_tools.h); the renderers other than harmony's refuse
+// it, and every renderer refuses a role that does not exist.
 TEST(ChatTemplateTest, UnknownRoleIsNamedWithItsIndex) {
   const std::vector<ChatMessage> messages = {
       {"user", "a"}, {"assistant", "b"}, {"tool", "c"}, {"user", "d"}};
+  const std::vector<ChatMessage> unknown = {
+      {"user", "a"}, {"assistant", "b"}, {"robot", "c"}, {"user", "d"}};
   for (ChatTemplateKind kind : kAllChatTemplateKinds) {
-    Result<std::string> text = render_chat(kind, messages);
+    if (kind != ChatTemplateKind::HARMONY) {
+      Result<std::string> text = render_chat(kind, messages);
+      ASSERT_FALSE(text.ok()) << chat_template_name(kind);
+      EXPECT_TRUE(mentions(text.error(), "chat message 2 has role 'tool'")) << text.error().message;
+    }
+    Result<std::string> text = render_chat(kind, unknown);
     ASSERT_FALSE(text.ok()) << chat_template_name(kind);
-    EXPECT_TRUE(mentions(text.error(), "chat message 2 has role 'tool'")) << text.error().message;
+    EXPECT_TRUE(mentions(text.error(), "chat message 2 has role 'robot'")) << text.error().message;
     EXPECT_TRUE(mentions(text.error(), "system, user, assistant and tool")) << text.error().message;
   }
   // Roles are case-sensitive, as in the OpenAI API.
