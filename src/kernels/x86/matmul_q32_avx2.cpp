@@ -42,9 +42,12 @@ inline __m256i bits_to_byte_mask(uint32_t bits) {
 // The 16 bytes at p as 32 nibble codes: byte i < 16 = low nibble of p[i], byte i >= 16 = high
 // nibble of p[i - 16].
 inline __m256i unpack_nibbles(const uint8_t* p) {
-  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
-  return _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
+  // The 16 bytes in both halves (one load), the upper half's 64-bit lanes shifted down by 4: after
+  // the mask, byte i of the upper half is p[i]'s high nibble (the bits shifted in are masked off).
+  const __m256i both =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  const __m256i shifted = _mm256_srlv_epi64(both, _mm256_setr_epi64x(0, 0, 4, 4));
+  return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0f));
 }
 
 inline uint32_t load_u32(const uint8_t* p) {
@@ -115,17 +118,27 @@ struct DecQ8_0 {
   }
 };
 
+// The float bits of 2^(e - 128) for every E8M0 scale e, as mxfp4_scale builds them: a block's
+// scale is looked up, not built.
+struct Mxfp4ScaleBits {
+  uint32_t bits[256];
+};
+constexpr Mxfp4ScaleBits make_mxfp4_scale_bits() {
+  Mxfp4ScaleBits table{};
+  for (uint32_t e = 0; e < 256; ++e) table.bits[e] = e < 2 ? 0x00200000u << e : (e - 1) << 23;
+  return table;
+}
+constexpr Mxfp4ScaleBits kMxfp4ScaleBits = make_mxfp4_scale_bits();
+
 // block_mxfp4: e @0 (E8M0), qs[16] @1 packed as q4_0.  Code: the doubled E2M1 value of the
-// nibble, in [-12, 12], looked up 32 at a time (vpshufb); scale 2^(e - 128), as mxfp4_scale
-// builds it (written out here: this file keeps to its own inline functions, see avx2_util.h).
+// nibble, in [-12, 12], looked up 32 at a time (vpshufb); scale 2^(e - 128) from the table above
+// (this file keeps to its own inline functions, see avx2_util.h).
 struct DecMxfp4 {
   static constexpr bool kSigned = true, kHasMin = false;
   static constexpr size_t kBytes = 17;
   static float scale(const uint8_t* p) {
-    const uint32_t e = p[0];
-    const uint32_t bits = e < 2 ? 0x00200000u << e : (e - 1) << 23;
     float d;
-    std::memcpy(&d, &bits, sizeof(d));
+    std::memcpy(&d, &kMxfp4ScaleBits.bits[p[0]], sizeof(d));
     return d;
   }
   static __m256i codes(const uint8_t* p) {
