@@ -70,6 +70,46 @@ RadixTree::~RadixTree() {
   }
 }
 
+std::vector<TokenId> RadixTree::continuation(std::string_view ns, std::span<const TokenId> tokens,
+                                             int32_t max_tokens) const {
+  std::vector<TokenId> out;
+  const auto root_it = roots_.find(ns);
+  if (root_it == roots_.end() || max_tokens <= 0) return out;
+  // Down the path of `tokens`: `node` holds the last matched token at edge offset `k` (the root
+  // with k = 0 while nothing is matched).
+  const PrefixNode* node = root_it->second.get();
+  size_t k = 0;
+  size_t n = 0;
+  while (n < tokens.size()) {
+    if (k == node->tokens.size()) {
+      const auto it = node->children.find(tokens[n]);
+      if (it == node->children.end()) return out;
+      node = it->second.get();
+      k = 0;
+    }
+    if (node->tokens[k] != tokens[n]) return out;
+    ++k;
+    ++n;
+  }
+  // The rest of this edge, then the most recently used child, until max_tokens.
+  for (;;) {
+    for (; k < node->tokens.size(); ++k) {
+      if (static_cast<int32_t>(out.size()) == max_tokens) return out;
+      out.push_back(node->tokens[k]);
+    }
+    const PrefixNode* next = nullptr;
+    for (const auto& [first, child] : node->children) {
+      if (next == nullptr || child->last_access > next->last_access ||
+          (child->last_access == next->last_access && first < next->tokens.front())) {
+        next = child.get();
+      }
+    }
+    if (next == nullptr) return out;
+    node = next;
+    k = 0;
+  }
+}
+
 PrefixMatch RadixTree::match_prefix(std::string_view ns, std::span<const TokenId> tokens,
                                     int32_t max_tokens) const {
   PrefixMatch match;

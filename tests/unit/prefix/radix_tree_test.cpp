@@ -579,3 +579,33 @@ TEST(RadixTreeTest, DestroyingTheTreeDropsItsReferences) {
 
 }  // namespace
 }  // namespace trellis
+
+namespace trellis {
+namespace {
+
+// What follows a cached context: the rest of its edge, then the most recently used branch.
+TEST(RadixTreeContinuationTest, TheMostRecentlyUsedBranchFollowsTheContext) {
+  BlockPool pool(64);
+  RadixTree tree(pool, kToken);
+  const Tokens a = range(1, 10);
+  const Tokens b = concat(range(1, 5), range(20, 24));
+  run_request(tree, pool, "", a);
+  run_request(tree, pool, "", b);  // later: its branch is the most recent
+  EXPECT_EQ(tree.continuation("", range(1, 3), 100), concat(Tokens{4, 5}, range(20, 24)));
+  EXPECT_EQ(tree.continuation("", range(1, 5), 100), range(20, 24));  // ends at the fork
+  run_request(tree, pool, "", a);                                     // a is the most recent again
+  EXPECT_EQ(tree.continuation("", range(1, 3), 100), range(4, 10));
+  EXPECT_EQ(tree.continuation("", range(1, 3), 3), range(4, 6));
+  EXPECT_EQ(tree.continuation("", Tokens{}, 2), range(1, 2));
+  // Nothing follows: a context not wholly cached, a whole cached path, another namespace, a
+  // budget of nothing.
+  EXPECT_TRUE(tree.continuation("", Tokens{1, 2, 99}, 8).empty());
+  EXPECT_TRUE(tree.continuation("", Tokens{7}, 8).empty());
+  EXPECT_TRUE(tree.continuation("", a, 8).empty());
+  EXPECT_TRUE(tree.continuation("other", range(1, 3), 8).empty());
+  EXPECT_TRUE(tree.continuation("", range(1, 3), 0).empty());
+  expect_ok(tree);
+}
+
+}  // namespace
+}  // namespace trellis
