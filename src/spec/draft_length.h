@@ -1,0 +1,41 @@
+// How many draft tokens a sequence has verified in its next step. Speculation pays when drafts
+// are accepted and the step is bound by reading the weights (one sequence's extra rows cost
+// little); it must step aside when drafts miss or the batch already keeps the cores busy.
+//
+//   acceptance  an exponentially weighted rate of accepted / drafted tokens, starting hopeful (1)
+//   length      the expected run of accepted tokens, 1 / (1 - acceptance), capped at max_tokens;
+//               0 below min_acceptance, except one token every probe_interval steps, so that a
+//               sequence whose text turns repetitive is noticed again
+//   batch       0 whenever the step's other rows reach compute_bound_rows
+#pragma once
+
+#include <cstdint>
+
+namespace trellis {
+
+struct DraftLengthConfig {
+  int32_t max_tokens = 8;
+  double min_acceptance = 0.2;
+  double decay = 0.7;  // weight of the history against the newest verification
+  int32_t probe_interval = 16;
+  int32_t compute_bound_rows = 32;
+};
+
+class DraftLength {
+ public:
+  explicit DraftLength(DraftLengthConfig config = {}) : config_(config) {}
+
+  // The draft length for the next step, whose other sequences take `other_rows` rows.
+  int32_t next(int32_t other_rows);
+  // A verification: `drafted` tokens proposed, the first `accepted` of them taken.
+  void record(int32_t drafted, int32_t accepted);
+
+  double acceptance() const { return acceptance_; }
+
+ private:
+  DraftLengthConfig config_;
+  double acceptance_ = 1.0;
+  int32_t steps_without_draft_ = 0;
+};
+
+}  // namespace trellis
