@@ -371,15 +371,15 @@ void ReplySplitter::run(ReplyDelta& out, bool at_end) {
       case State::HARMONY_CALL: {
         // The arguments run to <|call|> (usually the reply's end: it stops generation) or
         // <|end|>; they are sent as a call, never streamed as text.
-        const size_t at = std::min(pending_.find(kHarmonyCall), pending_.find(kHarmonyEnd));
+        const size_t call = pending_.find(kHarmonyCall);
+        const size_t at = std::min(call, pending_.find(kHarmonyEnd));
         if (at == std::string::npos && !at_end) return;
         harmony_call_->arguments += pending_.substr(0, at);
-        const std::string_view rest =
-            std::string_view(pending_).substr(at == std::string::npos ? pending_.size() : at);
-        const size_t marker = rest.substr(0, kHarmonyCall.size()) == kHarmonyCall
-                                  ? kHarmonyCall.size()
-                                  : std::min(rest.size(), kHarmonyEnd.size());
-        pending_.erase(0, pending_.size() - rest.size() + marker);
+        if (at == std::string::npos) {
+          pending_.clear();
+        } else {
+          pending_.erase(0, at + (at == call ? kHarmonyCall.size() : kHarmonyEnd.size()));
+        }
         harmony_calls_.push_back(std::move(*harmony_call_));
         harmony_call_.reset();
         state_ = State::HARMONY_HEADER;
