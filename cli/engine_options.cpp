@@ -33,6 +33,12 @@ void EngineOptions::add_to(CLI::App& app, bool model_required) {
                  "Prefix match granularity: token (reuse every cached token; a partially matched "
                  "block is copied) or block (whole blocks only)")
       ->capture_default_str();
+  app.add_option("--spec", spec,
+                 "Speculative decoding: on, off, or the draft sources to use, comma-separated "
+                 "(prefix_cache: what the cache holds after the same context; prompt_lookup: "
+                 "spans of the request's own prompt and output; ngram_pool: what followed the "
+                 "same tokens in earlier requests). Outputs are the same either way")
+      ->capture_default_str();
   app.add_option("--kv-mem", kv_mem,
                  "KV pool memory, e.g. 512MiB (B, KiB, MiB, GiB); default: 4 contexts");
   app.add_option("--kv-tokens", kv_tokens, "KV pool size in tokens (instead of --kv-mem)");
@@ -146,6 +152,9 @@ Result<EngineConfig> EngineOptions::engine_config() const {
   } else {
     return Error{"--match must be token or block, not '" + match + "'"};
   }
+  Result<SpeculationConfig> speculation = parse_speculation(spec);
+  if (!speculation.ok()) return Error{"--spec: " + speculation.error().message};
+  config.speculation = *speculation;
   if (!kv_mem.empty()) {
     Result<int64_t> bytes = parse_byte_size(kv_mem);
     if (!bytes.ok()) return Error{"--kv-mem: " + bytes.error().message};

@@ -18,6 +18,7 @@ struct EngineOptions {
   std::string kv_type = "f16";
   int32_t batch_tokens = 256;
   std::string prefix_cache = "on";
+  std::string spec = "on";
   std::string match = "token";
   std::string kv_mem;  // a size such as 512MiB; empty: --kv-tokens or the default
   int64_t kv_tokens = 0;
@@ -35,7 +36,7 @@ struct EngineOptions {
   std::string cache_disk = "20GiB";
 
   // Registers -m, -t, --ctx, --block-size, --kv-type, --batch-tokens, --prefix-cache, --match,
-  // --kv-mem and --kv-tokens on `app`.
+  // --spec, --kv-mem and --kv-tokens on `app`.
   void add_to(CLI::App& app, bool model_required);
   // Registers --pipeline, --layers-per-rank, --micro-batches and --pipeline-timeout (a command
   // that does calls join_pipeline before anything else).

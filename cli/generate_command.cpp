@@ -83,6 +83,8 @@ void print_output(const GenerateArgs& args, const PromptInput& prompt,
         {"disk_cached_tokens", s.n_disk_cached_tokens},
         {"kv_blocks_allocated", s.n_blocks_allocated},
         {"kv_blocks_acquired", s.n_blocks_acquired},
+        {"draft_tokens", s.n_draft_tokens},
+        {"accepted_draft_tokens", s.n_accepted_tokens},
         {"queue_ms", s.queue_ms},
         {"seed", seed},
         {"timings", timings_json(s)}};
@@ -97,10 +99,12 @@ void print_output(const GenerateArgs& args, const PromptInput& prompt,
     std::printf("\n");
     std::fprintf(stderr,
                  "[prompt %d tokens (%d cached, %d from disk), %.1f tokens/s | generated %d "
-                 "tokens, %.1f tokens/s | first token after %.0f ms (%.0f ms queued) | %s]\n",
+                 "tokens, %.1f tokens/s, %d of %d drafted tokens kept | first token after %.0f ms "
+                 "(%.0f ms queued) | %s]\n",
                  s.n_prompt_tokens, s.n_cached_tokens, s.n_disk_cached_tokens,
-                 s.prefill_tokens_per_s(), s.n_generated_tokens, s.decode_tokens_per_s(), s.ttft_ms,
-                 s.queue_ms, std::string(finish_reason_name(out.finish_reason)).c_str());
+                 s.prefill_tokens_per_s(), s.n_generated_tokens, s.decode_tokens_per_s(),
+                 s.n_accepted_tokens, s.n_draft_tokens, s.ttft_ms, s.queue_ms,
+                 std::string(finish_reason_name(out.finish_reason)).c_str());
   }
   std::fflush(stdout);
 }

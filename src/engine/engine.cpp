@@ -125,6 +125,9 @@ struct Engine::Request : Sequence {
   int32_t n_disk_reloads = 0;  // loads after arrival: its prefix was evicted while it waited
   DiskLoad disk_load;          // blocks the loader reads, until finished (WAITING_FOR_KV)
   int32_t n_disk_tokens = 0;   // prompt tokens the cache took from disk for this request
+  SpeculationState spec;       // its drafts' acceptance, by source
+  // A decode chunk with a draft: the last token, then the draft (the forward pass's input).
+  std::vector<TokenId> draft_input;
 };
 
 Result<std::unique_ptr<Engine>> Engine::create(const std::string& model_path,
@@ -228,12 +231,22 @@ Status Engine::init_loop(const EngineConfig& config) {
   for (InFlightStep& step : in_flight_) step.plan.chunks.reserve(static_cast<size_t>(sc.max_seqs));
   // The step loop's own buffers, sized for the largest step (see submit() for the requests').
   batch_.reserve(sc.max_batch_tokens, sc.max_seqs);
-  logits_.resize(static_cast<size_t>(sc.max_seqs) * static_cast<size_t>(n_vocab_));
+  // One row per sequence, and with speculation its draft's rows (within the step's budget).
+  size_t max_rows = static_cast<size_t>(sc.max_seqs);
+  if (config.speculation.enabled()) {
+    const auto max_draft = static_cast<size_t>(std::max(0, config.speculation.length.max_tokens));
+    max_rows = std::min(max_rows * (1 + max_draft), static_cast<size_t>(sc.max_batch_tokens));
+  }
+  logits_.reserve(max_rows, static_cast<size_t>(n_vocab_));
   active_.reserve(static_cast<size_t>(sc.max_seqs));
   stats_.n_blocks_total = blocks_->n_total();
   stats_.n_blocks_free = blocks_->n_free();
   grammars_ = std::make_unique<GrammarRegistry>(*tokenizer_);
   jump_forward_ = config.jump_forward;
+  // Verifying a draft needs the step back before the sequence's next one is planned, which a
+  // pipeline of several stages does not wait for.
+  if (config.speculation.enabled() && depth == 1)
+    speculator_ = std::make_unique<Speculator>(config.speculation);
   return {};
 }
 
@@ -408,6 +421,7 @@ Result<std::shared_ptr<Engine::Request>> Engine::make_request(EngineRequest para
   r->tokens = params.prompt;
   r->n_prompt = static_cast<int32_t>(params.prompt.size());
   r->wants_prompt_logits = params.return_prompt_logits;
+  if (speculator_ != nullptr) r->spec = speculator_->new_state();
   r->params = std::move(params);
   r->events = std::move(events);
   r->submitted = Clock::now();
@@ -437,6 +451,11 @@ void Engine::reserve_output(Request& r) const {
   // appends without allocating.
   if (!r.events.on_text) r.channel->pending_text.reserve(r.output.text.capacity());
   if (r.params.return_logits) r.output.logits.reserve(max_generated);
+  if (speculator_ != nullptr && r.params.speculate) {
+    const auto max_draft = static_cast<size_t>(speculator_->config().length.max_tokens);
+    r.draft.reserve(max_draft);
+    r.draft_input.reserve(max_draft + 1);
+  }
 }
 
 Result<RequestHandle> Engine::submit(EngineRequest request, RequestEvents events) {
@@ -670,7 +689,42 @@ void Engine::check_invariants_when_idle() {
 #endif
 }
 
+void Engine::propose_drafts() {
+  if (speculator_ == nullptr) return;
+  const std::vector<Sequence*>& running = scheduler_->running();
+  const auto other_rows = static_cast<int32_t>(running.size()) - 1;
+  for (Sequence* seq : running) {
+    if (seq->in_flight) continue;  // its draft is being verified
+    auto& r = *static_cast<Request*>(seq);
+    r.draft.clear();
+    // Prompt logits, fork branches waiting for the prompt and jump-forward's chunks have rows of
+    // their own; a sequence decodes when only its last token is pending.
+    if (!r.params.speculate || r.wants_prompt_logits || !r.branches.empty() || r.n_pending() != 1) {
+      continue;
+    }
+    speculator_->propose(cache_->tree(), r.cache_namespace, r.tokens, other_rows, r.spec, r.draft);
+    if (r.grammar) keep_grammatical_draft(r);
+  }
+}
+
+void Engine::keep_grammatical_draft(Request& r) const {
+  GrammarCursor cursor = *r.grammar;  // a copy: only the real tokens move the request's
+  size_t kept = 0;
+  for (; kept < r.draft.size(); ++kept) {
+    const TokenId token = r.draft[kept];
+    if (r.condition.is_stop_token(token)) break;
+    const GrammarCursor::Advance advanced = cursor.advance(token);
+    if (advanced == GrammarCursor::Advance::FAILED) break;
+    if (advanced == GrammarCursor::Advance::COMPLETE) {
+      ++kept;  // the output ends with it: nothing after it is sampled
+      break;
+    }
+  }
+  r.draft.resize(kept);
+}
+
 bool Engine::step() {
+  propose_drafts();
   const Clock::time_point plan_start = Clock::now();
   const StepPlan& plan = scheduler_->plan();
   const double plan_ms = ms_between(plan_start, Clock::now());
@@ -685,8 +739,14 @@ bool Engine::step() {
   if (!plan.empty()) {
     batch_.clear();
     for (const ScheduledChunk& c : plan.chunks) {
-      batch_.add_sequence(c.seq->tokens.data() + c.begin, c.n_tokens, c.begin,
-                          c.seq->kv.block_table(), c.n_logit_rows());  // a view, not a copy
+      const TokenId* input = c.seq->tokens.data() + c.begin;  // a view, not a copy
+      if (c.n_draft > 0) {
+        auto& r = *static_cast<Request*>(c.seq);
+        r.draft_input.assign(1, *input);
+        r.draft_input.insert(r.draft_input.end(), r.draft.begin(), r.draft.begin() + c.n_draft);
+        input = r.draft_input.data();
+      }
+      batch_.add_sequence(input, c.n_tokens, c.begin, c.seq->kv.block_table(), c.n_logit_rows());
     }
     InFlightStep& sent = in_flight_[(in_flight_head_ + n_in_flight_) % in_flight_.size()];
     ++n_in_flight_;
@@ -704,7 +764,7 @@ bool Engine::step() {
   // A step that prefills comes back before the next is planned: the prefixes it caches must be
   // there when the next admissions look for them (decode steps cache nothing until they end).
   const bool prefills = std::any_of(plan.chunks.begin(), plan.chunks.end(),
-                                    [](const ScheduledChunk& c) { return c.n_tokens > 1; });
+                                    [](const ScheduledChunk& c) { return c.n_known() > 1; });
   if (n_in_flight_ > 0 && (n_in_flight_ == in_flight_.size() || plan.empty())) {
     collect_oldest();
     ran = true;
@@ -715,7 +775,7 @@ bool Engine::step() {
 }
 
 Status Engine::launch(const InFlightStep& step) {
-  logits_.resize(std::max(logits_.size(), step.n_output_rows * size_t(n_vocab_)));
+  logits_.reserve(step.n_output_rows, size_t(n_vocab_));
   return executor_->launch(batch_);
 }
 
@@ -723,7 +783,7 @@ void Engine::collect_oldest() {
   InFlightStep& step = in_flight_[in_flight_head_];
   in_flight_head_ = (in_flight_head_ + 1) % in_flight_.size();
   --n_in_flight_;
-  logits_.resize(std::max(logits_.size(), step.n_output_rows * size_t(n_vocab_)));
+  logits_.reserve(step.n_output_rows, size_t(n_vocab_));
   for (const ScheduledChunk& c : step.plan.chunks) c.seq->in_flight = false;
   if (Status collected = executor_->collect(logits_.data()); !collected.ok()) {
     fail(collected.error().message);
@@ -739,7 +799,10 @@ void Engine::collect_oldest() {
     const float* rows = logits_.data() + out * size_t(n_vocab_);
     out += static_cast<size_t>(n_rows);
     if (request.wants_prompt_logits) keep_prompt_logits(request, c, rows, n_rows);
-    if (c.wants_logits()) on_logits(request, rows + size_t(n_rows - 1) * size_t(n_vocab_));
+    if (c.n_draft > 0)
+      verify_draft(request, rows, c.n_draft);
+    else if (c.wants_logits())
+      on_logits(request, rows + size_t(n_rows - 1) * size_t(n_vocab_));
   }
 }
 
@@ -787,6 +850,7 @@ void Engine::refresh_stats(int64_t n_new_preemptions, double plan_ms) {
   stats_.n_preemptions += n_new_preemptions;
   stats_.scheduler_ms += plan_ms;
   stats_.max_steps_in_flight = static_cast<int32_t>(max_in_flight_);
+  if (speculator_ != nullptr) stats_.drafts = speculator_->counts();
   if (disk_ != nullptr) {
     const DiskLoadCounters& loads = disk_->load_counters();
     stats_.n_disk_hit_tokens = loads.n_hit_tokens;
@@ -838,7 +902,38 @@ void Engine::fork_branches(Request& parent, const float* logits) {
   }
 }
 
+void Engine::verify_draft(Request& r, const float* rows, int32_t n_draft) {
+  // Row i holds the logits after the draft's first i tokens. Position n_computed - 1 + i (the
+  // input of row i) holds what the request would have computed there while the draft's first i
+  // tokens are the ones sampled; the first mismatch's sample is the token after them.
+  const int32_t first_new = r.size();
+  int32_t accepted = 0;
+  FinishReason finished = FinishReason::NONE;
+  for (int32_t i = 0; i <= n_draft; ++i) {
+    finished = sample_token(r, rows + size_t(i) * size_t(n_vocab_));
+    if (finished != FinishReason::NONE || i == n_draft) break;
+    const bool same = r.size() == first_new + i + 1 && r.tokens.back() == r.draft[size_t(i)];
+    if (!same) break;  // (a grammar's forced tokens also end it: they follow the real token)
+    ++accepted;
+    ++r.n_computed;  // the draft token's KV is the request's own now
+  }
+  speculator_->verified(r.spec, n_draft, accepted);
+  r.output.stats.n_draft_tokens += n_draft;
+  r.output.stats.n_accepted_tokens += accepted;
+  if (finished != FinishReason::NONE) {
+    finish(r, finished);  // caches positions [0, n_computed): verified tokens only
+    return;
+  }
+  r.draft.clear();
+  cache_->trim(r.kv, r.size());  // the rejected guesses' blocks
+}
+
 void Engine::sample_and_emit(Request& r, const float* logits) {
+  const FinishReason finished = sample_token(r, logits);
+  if (finished != FinishReason::NONE) finish(r, finished);
+}
+
+FinishReason Engine::sample_token(Request& r, const float* logits) {
   const std::span<const float> row(logits, static_cast<size_t>(n_vocab_));
   std::span<const float> sample_row = row;
   if (r.grammar) {
@@ -846,8 +941,7 @@ void Engine::sample_and_emit(Request& r, const float* logits) {
       r.output.error = r.grammar->grammar().automaton().overflowed()
                            ? "the grammar is too ambiguous to follow (its automaton is full)"
                            : "no token of the vocabulary continues the grammar here";
-      finish(r, FinishReason::ERROR);
-      return;
+      return FinishReason::ERROR;
     }
     sample_row = r.masked_logits;
   }
@@ -889,7 +983,7 @@ void Engine::sample_and_emit(Request& r, const float* logits) {
       r.channel->changed.notify_all();
     }
   }
-  if (finished != FinishReason::NONE) finish(r, finished);
+  return finished;
 }
 
 FinishReason Engine::append_forced_tokens(Request& r, std::string& text) {
@@ -923,6 +1017,13 @@ FinishReason Engine::append_forced_tokens(Request& r, std::string& text) {
 
 void Engine::finish(Request& r, FinishReason reason) {
   if (r.state != SequenceState::FINISHED) scheduler_->remove(&r);
+  // The n-gram pool learns what the request generated (its prompt is prompt lookup's), with the
+  // few tokens before that key its first n-grams.
+  if (speculator_ != nullptr && reason != FinishReason::ERROR && r.admitted_once) {
+    const size_t context = static_cast<size_t>(speculator_->config().pool.n);
+    const size_t from = static_cast<size_t>(r.n_prompt) - std::min(context, size_t(r.n_prompt));
+    speculator_->learn(std::span<const TokenId>(r.tokens).subspan(from));
+  }
   for (const std::shared_ptr<Request>& b : r.branches) {  // a fork leader ended before forking
     if (b->state != SequenceState::FINISHED)
       finish(*b, reason == FinishReason::CANCELLED ? reason : FinishReason::ERROR);

@@ -15,6 +15,7 @@
 // cache is exact, so N concurrent requests give the same tokens as the same requests run alone.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -28,6 +29,7 @@
 
 #include "base/result.h"
 #include "cluster/pipeline.h"
+#include "engine/logit_buffer.h"
 #include "engine/step_executor.h"
 #include "gguf/gguf_file.h"
 #include "grammar/grammar.h"
@@ -40,6 +42,7 @@
 #include "sample/sampling_params.h"
 #include "sample/stop_condition.h"
 #include "sched/scheduler.h"
+#include "spec/speculator.h"
 #include "tokenizer/tokenizer.h"
 
 namespace trellis {
@@ -71,6 +74,11 @@ struct EngineConfig {
   // tokens as one prefill chunk instead of sampling them one by one (requests that ask for
   // logprobs or logits are always sampled token by token).
   bool jump_forward = true;
+  // Speculative decoding: the sources of the drafts that decode steps verify (spec/speculator.h).
+  // A decode step then computes a sequence's draft after its last token and keeps the tokens its
+  // logits confirm, sampled as without speculation: greedy and seeded outputs are the same with
+  // it on or off. Off with a pipeline of more than one process.
+  SpeculationConfig speculation;
 };
 
 struct EngineRequest {
@@ -99,6 +107,8 @@ struct EngineRequest {
   // soon as nothing can follow; stop tokens are allowed only where the grammar may end. Requests
   // that share a grammar object share its cached token masks.
   std::shared_ptr<const Grammar> grammar;
+  // false: this request's decode steps verify no drafts (EngineConfig::speculation).
+  bool speculate = true;
 };
 
 // A greedy request that generates exactly max_tokens tokens (end of sequence ignored): the same
@@ -111,7 +121,9 @@ struct RequestStats {
   int32_t n_disk_cached_tokens = 0;  // of those, the ones loaded from the disk tier for it
   double disk_load_ms = 0;           // reading them (while the request waited)
   int32_t n_generated_tokens = 0;
-  int32_t n_forced_tokens = 0;  // of those, appended by jump-forward (a grammar's only way on)
+  int32_t n_forced_tokens = 0;    // of those, appended by jump-forward (a grammar's only way on)
+  int32_t n_draft_tokens = 0;     // speculative decoding: draft tokens verified
+  int32_t n_accepted_tokens = 0;  // of those, kept (generated without a step of their own)
   int32_t n_blocks_allocated = 0;
   int32_t n_blocks_acquired = 0;
   int32_t n_preemptions = 0;
@@ -227,6 +239,7 @@ struct EngineStats {
   int64_t n_disk_loads = 0;         // requests that read blocks from the disk tier
   int64_t n_disk_loads_staged = 0;  // of those, read into memory of their own and copied into
                                     // the pool (it had no blocks to spare while they read)
+  std::array<DraftCounts, kDraftSources> drafts{};  // speculative decoding, by DraftSource
 };
 
 class Engine {
@@ -319,6 +332,16 @@ class Engine {
   void on_logits(Request& request, const float* logits);
   void fork_branches(Request& parent, const float* logits);
   void sample_and_emit(Request& request, const float* logits);
+  // Samples the next token from `logits` and emits it: sample_and_emit without the end. Returns
+  // the finish reason it leads to (NONE: go on); the caller then calls finish().
+  FinishReason sample_token(Request& request, const float* logits);
+  // Sets the draft of every running sequence that decodes next (speculative decoding).
+  void propose_drafts();
+  // Cuts `request`'s draft before the first token its grammar refuses.
+  void keep_grammatical_draft(Request& request) const;
+  // Samples from a decode chunk's n_draft + 1 logit rows in order while the sampled tokens are
+  // the draft's, keeping the KV of those positions.
+  void verify_draft(Request& request, const float* rows, int32_t n_draft);
   // After a sampled token: appends the tokens the request's grammar forces (jump-forward) to
   // `text` and the request. Returns the finish reason they lead to (NONE: go on).
   FinishReason append_forced_tokens(Request& request, std::string& text);
@@ -364,6 +387,7 @@ class Engine {
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<StepExecutor> executor_;  // reads model_ and kv_: declared after them
   std::unique_ptr<GrammarRegistry> grammars_;
+  std::unique_ptr<Speculator> speculator_;  // null when speculation is off
   bool jump_forward_ = true;
   int32_t n_ctx_ = 0;
   int32_t n_vocab_ = 0;
@@ -372,7 +396,7 @@ class Engine {
   // Loop-thread state.
   std::vector<std::shared_ptr<Request>> active_;  // submitted, not finished
   ForwardBatch batch_;
-  std::vector<float> logits_;            // [max_seqs rows][n_vocab], grown as needed
+  LogitBuffer logits_;                   // [rows][n_vocab], grown as needed
   std::vector<InFlightStep> in_flight_;  // a ring: n_in_flight_ steps from in_flight_head_
   size_t in_flight_head_ = 0;
   size_t n_in_flight_ = 0;

@@ -139,6 +139,16 @@ Status PrefixCache::reserve(SequenceKv& seq, int32_t n_tokens) {
   return {};
 }
 
+void PrefixCache::trim(SequenceKv& seq, int32_t n_tokens) {
+  assert(seq.cache_ == this);
+  const int32_t B = block_size();
+  const auto n_kept = static_cast<size_t>(std::max(0, (n_tokens + B - 1) / B));
+  while (seq.block_table_.size() > n_kept) {
+    pool_.release(seq.block_table_.back());
+    seq.block_table_.pop_back();
+  }
+}
+
 void PrefixCache::insert(const SequenceKv& seq, std::span<const TokenId> tokens, bool finished) {
   assert(seq.cache_ == this);
   assert(static_cast<int64_t>(tokens.size()) <= seq.capacity_tokens());

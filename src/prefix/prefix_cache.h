@@ -124,6 +124,10 @@ class PrefixCache {
   // nothing changed, when the pool cannot supply the blocks.
   Status reserve(SequenceKv& seq, int32_t n_tokens);
 
+  // Shrinks seq's table to the blocks that cover n_tokens positions, releasing the ones after
+  // them (speculative decoding wrote rejected guesses there; nothing was cached from them).
+  void trim(SequenceKv& seq, int32_t n_tokens);
+
   // Caches `tokens` (positions [0, tokens.size()), whose KV is written in seq's blocks) in seq's
   // namespace. While the request still writes (finished = false) only whole blocks are cached,
   // since a cached block is read-only; at its end (finished = true) a partial last block is cached

@@ -70,11 +70,11 @@ RadixTree::~RadixTree() {
   }
 }
 
-std::vector<TokenId> RadixTree::continuation(std::string_view ns, std::span<const TokenId> tokens,
-                                             int32_t max_tokens) const {
-  std::vector<TokenId> out;
+void RadixTree::continuation(std::string_view ns, std::span<const TokenId> tokens,
+                             int32_t max_tokens, std::vector<TokenId>& out) const {
+  out.clear();
   const auto root_it = roots_.find(ns);
-  if (root_it == roots_.end() || max_tokens <= 0) return out;
+  if (root_it == roots_.end() || max_tokens <= 0) return;
   // Down the path of `tokens`: `node` holds the last matched token at edge offset `k` (the root
   // with k = 0 while nothing is matched).
   const PrefixNode* node = root_it->second.get();
@@ -83,18 +83,18 @@ std::vector<TokenId> RadixTree::continuation(std::string_view ns, std::span<cons
   while (n < tokens.size()) {
     if (k == node->tokens.size()) {
       const auto it = node->children.find(tokens[n]);
-      if (it == node->children.end()) return out;
+      if (it == node->children.end()) return;
       node = it->second.get();
       k = 0;
     }
-    if (node->tokens[k] != tokens[n]) return out;
+    if (node->tokens[k] != tokens[n]) return;
     ++k;
     ++n;
   }
   // The rest of this edge, then the most recently used child, until max_tokens.
   for (;;) {
     for (; k < node->tokens.size(); ++k) {
-      if (static_cast<int32_t>(out.size()) == max_tokens) return out;
+      if (static_cast<int32_t>(out.size()) == max_tokens) return;
       out.push_back(node->tokens[k]);
     }
     const PrefixNode* next = nullptr;
@@ -104,7 +104,7 @@ std::vector<TokenId> RadixTree::continuation(std::string_view ns, std::span<cons
         next = child.get();
       }
     }
-    if (next == nullptr) return out;
+    if (next == nullptr) return;
     node = next;
     k = 0;
   }

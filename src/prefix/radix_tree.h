@@ -154,14 +154,15 @@ class RadixTree {
   PrefixMatch match_prefix(std::string_view ns, std::span<const TokenId> tokens,
                            int32_t max_tokens) const;
 
-  // What the tree holds after `tokens` in namespace `ns`, at most max_tokens long: when all of
+  // What the tree holds after `tokens` in namespace `ns`, at most max_tokens long, into `out` (its
+  // capacity reused): when all of
   // `tokens` is a cached path, the rest of the edge it ends in, then on down the most recently
   // used child at each node (a node's last_access is its subtree's latest use; ties: the lower
   // first token). Empty when `tokens` is not wholly cached or nothing follows. No side effects.
   // O(tokens.size() + max_tokens + children looked at). Speculative decoding drafts from it: what
   // earlier requests went on with after the same context.
-  std::vector<TokenId> continuation(std::string_view ns, std::span<const TokenId> tokens,
-                                    int32_t max_tokens) const;
+  void continuation(std::string_view ns, std::span<const TokenId> tokens, int32_t max_tokens,
+                    std::vector<TokenId>& out) const;
 
   // Pins exactly the matched prefix: when the match ends inside match.node's edge, the node is
   // split there first (its blocks keep their ids), so the rest of the edge stays evictable; then

@@ -81,7 +81,12 @@ void Scheduler::grow_running() {
   size_t i = 0;
   while (i < running_.size()) {
     Sequence* seq = running_[i];
-    if (seq->in_flight || cache_.reserve(seq->kv, seq->size()).ok()) {
+    if (seq->in_flight) {
+      ++i;
+      continue;
+    }
+    if (cache_.reserve(seq->kv, seq->size()).ok()) {
+      grow_for_draft(seq);
       ++i;
       continue;
     }
@@ -95,6 +100,31 @@ void Scheduler::grow_running() {
     }
     assert(running_.size() > 1 && "a lone sequence always fits the pool");
     preempt(*victim);
+  }
+}
+
+void Scheduler::grow_for_draft(Sequence* seq) {
+  if (seq->draft.empty()) return;
+  if (seq->n_pending() != 1) {  // drafts follow a decode token only
+    seq->draft.clear();
+    return;
+  }
+  // Within the size the block table was reserved for (the context and max_tokens bound it).
+  int32_t n_draft = static_cast<int32_t>(seq->draft.size());
+  if (seq->max_size > 0) n_draft = std::min(n_draft, seq->max_size - seq->size());
+  if (n_draft > 0 && !cache_.reserve(seq->kv, seq->size() + n_draft).ok())
+    n_draft = seq->kv.capacity_tokens() - seq->size();  // what its last block still holds
+  seq->draft.resize(static_cast<size_t>(std::max(0, n_draft)));
+}
+
+void Scheduler::add_drafts(StepPlan& plan, int32_t& budget) {
+  for (ScheduledChunk& chunk : plan.chunks) {
+    if (budget <= 0) return;
+    const int32_t n = std::min(static_cast<int32_t>(chunk.seq->draft.size()), budget);
+    if (n == 0 || chunk.n_tokens != 1) continue;
+    chunk.n_tokens += n;
+    chunk.n_draft = n;
+    budget -= n;
   }
 }
 
@@ -196,6 +226,8 @@ const StepPlan& Scheduler::plan() {
       --group;
     }
   }
+  // ... and their drafts once every decode token has its row ...
+  add_drafts(plan, budget);
   // ... then the rest of prompts being prefilled, oldest first, in chunks.
   for (Sequence* seq : running_) {
     if (seq->n_pending() > 1 && budget > 0 && schedulable(seq)) {
@@ -214,8 +246,8 @@ const StepPlan& Scheduler::plan() {
 void Scheduler::complete(const StepPlan& plan) {
   for (const ScheduledChunk& chunk : plan.chunks) {
     Sequence* seq = chunk.seq;
-    seq->n_computed += chunk.n_tokens;
-    if (chunk.n_tokens > 1) {  // a prefill chunk: share its whole blocks with later requests now
+    seq->n_computed += chunk.n_known();
+    if (chunk.n_known() > 1) {  // a prefill chunk: share its whole blocks with later requests now
       cache_.insert(
           seq->kv,
           std::span<const TokenId>(seq->tokens).first(static_cast<size_t>(seq->n_computed)),

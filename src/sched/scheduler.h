@@ -46,18 +46,23 @@ struct SchedulerConfig {
   int32_t decode_groups = 1;
 };
 
-// Tokens [begin, begin + n_tokens) of one sequence in the next forward pass.
+// Positions [begin, begin + n_tokens) of one sequence in the next forward pass: its tokens
+// [begin, begin + n_tokens - n_draft), then the first n_draft tokens of its draft.
 struct ScheduledChunk {
   Sequence* seq = nullptr;
   int32_t begin = 0;
   int32_t n_tokens = 0;
+  int32_t n_draft = 0;  // a decode chunk's guessed tokens, verified by its logit rows
+  // The sequence's own tokens in the chunk.
+  int32_t n_known() const { return n_tokens - n_draft; }
   // The chunk reaches the sequence's last token, whose logits sample the next one.
-  bool wants_logits() const { return begin + n_tokens == seq->size(); }
+  bool wants_logits() const { return begin + n_known() == seq->size(); }
   // Rows whose logits the forward pass returns: the last n_logit_rows() of the chunk (all of them
-  // when the sequence wants its prompt logits, else the last one when wants_logits()).
+  // when the sequence wants its prompt logits, else the last one and the draft's when
+  // wants_logits()).
   int32_t n_logit_rows() const {
     if (seq->wants_prompt_logits) return n_tokens;
-    return wants_logits() ? 1 : 0;
+    return wants_logits() ? 1 + n_draft : 0;
   }
 };
 
@@ -92,7 +97,8 @@ class Scheduler {
   // The plan is the scheduler's own, reused step after step so that planning a step of running
   // sequences allocates nothing: it stays valid until the next plan().
   const StepPlan& plan();
-  // Records that the planned chunks ran: advances each sequence's n_computed.
+  // Records that the planned chunks ran: advances each sequence's n_computed past its own tokens
+  // (the owner advances it over the draft tokens it keeps).
   void complete(const StepPlan& plan);
 
   const std::vector<Sequence*>& running() const { return running_; }
@@ -108,6 +114,11 @@ class Scheduler {
  private:
   // Makes room for the running sequences' next tokens; preempts the newest when needed.
   void grow_running();
+  // Makes room for a decoding sequence's draft too, evicting cache leaves but preempting nobody:
+  // the draft is shortened to the room there is.
+  void grow_for_draft(Sequence* seq);
+  // Extends this step's decode chunks by their sequences' drafts, within the budget.
+  void add_drafts(StepPlan& plan, int32_t& budget);
   void admit_waiting(StepPlan& plan, int32_t& budget);
   // Sorts waiting_ by policy. LPM matches every waiting sequence against the cache, so it runs
   // only when a sequence can actually be admitted.

@@ -53,6 +53,10 @@ struct Sequence {
   // A step with this sequence's tokens was sent down a pipeline and its logits have not come back:
   // the scheduler leaves it out of the next steps (no tokens, no growth, no preemption) until then.
   bool in_flight = false;
+  // Tokens guessed to follow `tokens` (speculative decoding), set by the owner before plan(): a
+  // decode step then computes them after the last token, and the owner keeps those its logits
+  // confirm. The scheduler shortens it to what the budget and the blocks allow.
+  std::vector<TokenId> draft;
 
   int32_t size() const { return static_cast<int32_t>(tokens.size()); }
   int32_t n_pending() const { return size() - n_computed; }

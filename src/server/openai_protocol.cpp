@@ -426,6 +426,7 @@ void read_shared_fields(FieldReader& reader, const OrderedJson& body, const Prot
     reader.fail("cache_salt must not be empty when given", "cache_salt");
   }
   request.ignore_eos = reader.boolean(body, "ignore_eos").value_or(false);
+  request.speculative = reader.boolean(body, "speculative").value_or(true);
   request.constraint = read_output_constraint(reader, body);
 }
 

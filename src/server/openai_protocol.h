@@ -91,6 +91,9 @@ struct CompletionRequest {
   // Non-empty when given.
   std::optional<std::string> cache_salt;
   bool ignore_eos = false;  // extension: keep generating past the end-of-sequence token
+  // Extension "speculative": false turns speculative decoding off for this request (the output
+  // is the same either way; only its speed can differ).
+  bool speculative = true;
   // response_format json_object / json_schema, or the extensions grammar (GBNF), regex, choice
   // (and vLLM's guided_json, guided_regex, guided_choice, guided_grammar, llama.cpp's
   // json_schema); at most one. nullopt: free text.
@@ -130,6 +133,7 @@ struct ChatCompletionRequest {
   std::string user;
   std::optional<std::string> cache_salt;
   bool ignore_eos = false;  // extension
+  bool speculative = true;  // extension, as in CompletionRequest
   // chat_template_kwargs.enable_thinking (vLLM's extension): false opens the reply of a Qwen3
   // model with an empty <think></think> block, so it answers without reasoning. Other keys of
   // chat_template_kwargs are 400s (the templates are built in, not Jinja).

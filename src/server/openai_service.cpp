@@ -220,6 +220,7 @@ ApiResult<OpenAiService::Generation> OpenAiService::make_generation(
   g.request.max_tokens = *max_tokens;
   g.request.stop = req.stop;
   g.request.ignore_eos = req.ignore_eos;
+  g.request.speculate = req.speculative;
   g.request.cache_namespace = cache_namespace_for(config_.cache_isolation, api_key, req.cache_salt);
   g.request.logprobs = top_logprobs.value_or(-1);
   if (req.constraint) {

@@ -108,6 +108,34 @@ void write_disk_tier(MetricsWriter& w, const EngineStats& e) {
 
 }  // namespace
 
+namespace {
+
+// Speculative decoding, by draft source: drafts verified, their tokens, and the tokens kept.
+void write_speculation(MetricsWriter& w, const EngineStats& e) {
+  struct Figure {
+    const char* name;
+    const char* help;
+    int64_t DraftCounts::*field;
+  };
+  static constexpr Figure kFigures[] = {
+      {"spec_decode_num_drafts_total", "Drafts verified by speculative decoding, by source.",
+       &DraftCounts::n_drafts},
+      {"spec_decode_num_draft_tokens_total", "Draft tokens verified, by source.",
+       &DraftCounts::n_drafted},
+      {"spec_decode_num_accepted_tokens_total",
+       "Draft tokens kept (generated without a decode step of their own), by source.",
+       &DraftCounts::n_accepted}};
+  for (const Figure& f : kFigures) {
+    w.family(f.name, f.help, MetricType::COUNTER);
+    for (size_t s = 0; s < kDraftSources; ++s) {
+      const std::string source(draft_source_name(static_cast<DraftSource>(s)));
+      w.sample({{"source", source}}, static_cast<double>(e.drafts[s].*f.field));
+    }
+  }
+}
+
+}  // namespace
+
 std::string ServerMetrics::render(const EngineStats& e, const std::vector<StageStats>& stages) {
   const auto prompt = static_cast<double>(prompt_tokens_.load());
   const auto cached = static_cast<double>(cached_tokens_.load());
@@ -157,6 +185,7 @@ std::string ServerMetrics::render(const EngineStats& e, const std::vector<StageS
             "Tokens of constrained replies appended by jump-forward (forced by the grammar) "
             "instead of sampled one step at a time.",
             static_cast<double>(e.n_forced_tokens));
+  write_speculation(w, e);
   w.histogram("time_to_first_token_seconds", "Time to the first generated token.",
               ttft_.snapshot());
   w.histogram("e2e_request_latency_seconds", "Arrival to the end of a request.",

@@ -53,15 +53,17 @@ void NgramPool::add(std::span<const TokenId> tokens) {
   }
 }
 
-std::vector<TokenId> NgramPool::draft(std::span<const TokenId> history, int32_t max_tokens) {
+void NgramPool::draft(std::span<const TokenId> history, int32_t max_tokens,
+                      std::vector<TokenId>& draft) {
+  draft.clear();
   const auto n = static_cast<size_t>(config_.n);
-  if (history.size() < n || max_tokens <= 0) return {};
+  if (history.size() < n || max_tokens <= 0) return;
   const auto it = find(history.subspan(history.size() - n));
-  if (it == lru_.end()) return {};
+  if (it == lru_.end()) return;
   lru_.splice(lru_.begin(), lru_, it);
   const size_t count = std::min(it->continuation.size(), static_cast<size_t>(max_tokens));
-  return std::vector<TokenId>(it->continuation.begin(),
-                              it->continuation.begin() + static_cast<std::ptrdiff_t>(count));
+  draft.assign(it->continuation.begin(),
+               it->continuation.begin() + static_cast<std::ptrdiff_t>(count));
 }
 
 }  // namespace trellis

@@ -33,8 +33,9 @@ class NgramPool {
   // Indexes every n-gram of `tokens` that has a token after it, with what follows (a later
   // occurrence replaces an earlier one's continuation).
   void add(std::span<const TokenId> tokens);
-  // What followed `history`'s last n tokens, at most max_tokens; empty when unknown.
-  std::vector<TokenId> draft(std::span<const TokenId> history, int32_t max_tokens);
+  // What followed `history`'s last n tokens, at most max_tokens, into `draft` (its capacity
+  // reused); empty when unknown.
+  void draft(std::span<const TokenId> history, int32_t max_tokens, std::vector<TokenId>& draft);
 
   int64_t size() const { return static_cast<int64_t>(entries_.size()); }
 

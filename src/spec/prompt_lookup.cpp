@@ -18,17 +18,18 @@ int64_t latest_earlier_occurrence(std::span<const TokenId> history, int64_t n) {
 
 }  // namespace
 
-std::vector<TokenId> prompt_lookup_draft(std::span<const TokenId> history,
-                                         const PromptLookupConfig& config) {
+void prompt_lookup_draft(std::span<const TokenId> history, const PromptLookupConfig& config,
+                         std::vector<TokenId>& draft) {
+  draft.clear();
   const auto size = static_cast<int64_t>(history.size());
   for (int64_t n = std::min<int64_t>(config.max_ngram, size - 1); n >= config.min_ngram; --n) {
     const int64_t start = latest_earlier_occurrence(history, n);
     if (start < 0) continue;
     const int64_t from = start + n;  // what followed the occurrence
     const int64_t to = std::min<int64_t>(size, from + config.max_tokens);
-    return std::vector<TokenId>(history.begin() + from, history.begin() + to);
+    draft.assign(history.begin() + from, history.begin() + to);
+    return;
   }
-  return {};
 }
 
 }  // namespace trellis

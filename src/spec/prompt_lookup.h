@@ -25,9 +25,10 @@ struct PromptLookupConfig {
   int32_t max_tokens = 8;  // the draft's length at most
 };
 
-// The draft for `history` (prompt and generated tokens so far); empty when no suffix of at least
-// min_ngram tokens occurred before. O(history size x max_ngram).
-std::vector<TokenId> prompt_lookup_draft(std::span<const TokenId> history,
-                                         const PromptLookupConfig& config);
+// The draft for `history` (prompt and generated tokens so far), into `draft` (its capacity
+// reused); empty when no suffix of at least min_ngram tokens occurred before.
+// O(history size x max_ngram).
+void prompt_lookup_draft(std::span<const TokenId> history, const PromptLookupConfig& config,
+                         std::vector<TokenId>& draft);
 
 }  // namespace trellis

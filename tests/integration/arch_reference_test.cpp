@@ -139,6 +139,7 @@ std::string model_path(const ArchCase& c) {
   return path;
 }
 
+// `cache` turns the prefix cache and speculative decoding on or off together.
 std::unique_ptr<Engine> load(const ArchCase& c, bool cache) {
   EngineConfig config;
   config.n_threads = 2;
@@ -148,6 +149,7 @@ std::unique_ptr<Engine> load(const ArchCase& c, bool cache) {
   config.scheduler.max_batch_tokens = 48;  // the longer prompts run in several chunks
   config.scheduler.max_seqs = 8;
   config.prefix_cache.enabled = cache;
+  if (!cache) config.speculation.sources.fill(false);
   Result<std::unique_ptr<Engine>> engine = Engine::create(model_path(c), config);
   EXPECT_TRUE(engine.ok()) << engine.error().message;
   return engine.ok() ? std::move(engine).value() : nullptr;
@@ -213,16 +215,22 @@ TEST_P(ArchReference, GreedyContinuationsMatchBatchedAndAlone) {
     GTEST_SKIP() << "the quantized MoE references run in the release build";
   const std::vector<GreedyCase> cases = testing::read_greedy(reference_path(param) + ".greedy.txt");
   ASSERT_EQ(cases.size(), param.synthesized() ? 4u : 6u);
-  // All at once, sharing batches and the prefix cache ...
+  // All at once, sharing batches, the prefix cache and speculative decoding, twice (the second
+  // round drafts the answers from the cache) ...
   std::unique_ptr<Engine> batched = load(param, /*cache=*/true);
   ASSERT_NE(batched, nullptr);
   std::vector<RequestHandle> handles;
-  for (const GreedyCase& c : cases) {
-    Result<RequestHandle> h = batched->submit(greedy_request(c));
-    ASSERT_TRUE(h.ok()) << h.error().message;
-    handles.push_back(*h);
+  for (int round = 0; round < 2; ++round) {
+    for (const GreedyCase& c : cases) {
+      Result<RequestHandle> h = batched->submit(greedy_request(c));
+      ASSERT_TRUE(h.ok()) << h.error().message;
+      handles.push_back(*h);
+    }
+    if (round == 0) {
+      for (RequestHandle& h : handles) h.wait();
+    }
   }
-  // ... and one by one with the cache off: the same tokens.
+  // ... and one by one with both off: the same tokens.
   std::unique_ptr<Engine> alone = load(param, /*cache=*/false);
   ASSERT_NE(alone, nullptr);
   int compared = 0;
@@ -233,6 +241,8 @@ TEST_P(ArchReference, GreedyContinuationsMatchBatchedAndAlone) {
     Result<RequestOutput> single = alone->run(greedy_request(c));
     ASSERT_TRUE(single.ok()) << single.error().message;
     EXPECT_EQ(single->tokens, out.tokens) << "prompt " << i << ": batched and cached vs alone";
+    const RequestOutput again = handles[cases.size() + i].wait();
+    EXPECT_EQ(again.tokens, out.tokens) << "prompt " << i << ": regenerated with speculation";
     // Equal up to the end, or up to a step where the reference's top two were too close to
     // call; after a different token the continuations are no longer comparable.
     ASSERT_EQ(out.tokens.size(), c.generated.size());
@@ -249,6 +259,7 @@ TEST_P(ArchReference, GreedyContinuationsMatchBatchedAndAlone) {
   std::printf("%s: %d of %zu greedy steps equal\n", param.file.c_str(), compared,
               cases.size() * cases[0].generated.size());
   EXPECT_GE(compared, param.min_equal_steps);
+  EXPECT_GT(batched->stats().drafts[size_t(DraftSource::PREFIX_CACHE)].n_accepted, 0);
   ASSERT_TRUE(batched->check_invariants().ok());
   EXPECT_EQ(batched->stats().n_blocks_in_use, 0);
 }

@@ -140,12 +140,12 @@ TEST_P(EngineAllocTest, SteadyStateStepsDoNotAllocate) {
 
   ASSERT_TRUE(prefill.done() && decode.done());
   // The first window covers most of the long prompt's prefill chunks (13 tokens each), the second
-  // only decode steps.
-  EXPECT_GE(prefill.steps(), prefill.n_pieces);
+  // only decode steps (fewer than pieces where speculation kept drafts: the prompts repeat).
+  EXPECT_GE(prefill.steps(), 10);
   const int64_t n_chunks = long_prompt_first_step - prefill.step_at_start;
   EXPECT_GE(n_chunks, 10);
   EXPECT_LT(long_prompt_first_step, prefill.step_at_end);
-  EXPECT_GE(decode.steps(), decode.n_pieces);
+  EXPECT_GE(decode.steps(), 10);
   EXPECT_EQ(decode.allocations(), 0) << "heap allocations in " << decode.steps() << " steps";
   if (cache_on) {
     // Only the tree node each chunk adds for the blocks it caches: the node, its tokens and

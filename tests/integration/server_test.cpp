@@ -571,6 +571,33 @@ TEST(ServerTest, ShutdownEndsRunningStreams) {
   EXPECT_NE(body.find("data: [DONE]"), std::string::npos);
 }
 
+// The same completion asked for again is drafted from the prefix cache (speculative decoding):
+// the same text, and /metrics counts the drafted and kept tokens by source. A request that opts
+// out drafts nothing.
+TEST(ServerTest, SpeculationIsCountedBySourceAndCanBeTurnedOffPerRequest) {
+  TestServer server;
+  const std::string accepted = "spec_decode_num_accepted_tokens_total{source=\"prefix_cache\"}";
+  const std::string drafted = "spec_decode_num_draft_tokens_total{source=\"prefix_cache\"}";
+  json request = greedy_completion("Tell the same story twice", 24);
+  const std::string first = server.post("/v1/completions", request).json()["choices"][0]["text"];
+  const double accepted_before = server.metric(accepted);
+  request["speculative"] = false;
+  const std::string unspeculated =
+      server.post("/v1/completions", request).json()["choices"][0]["text"];
+  EXPECT_EQ(unspeculated, first);
+  EXPECT_EQ(server.metric(accepted), accepted_before);
+  request["speculative"] = true;
+  const std::string again = server.post("/v1/completions", request).json()["choices"][0]["text"];
+  EXPECT_EQ(again, first);
+  EXPECT_GE(server.metric(accepted), accepted_before + 16);  // most of the 23 decoded tokens
+  EXPECT_GE(server.metric(drafted), server.metric(accepted));
+  EXPECT_GE(server.metric("spec_decode_num_drafts_total{source=\"ngram_pool\"}"), 0);
+  request["speculative"] = "no";
+  const HttpReply refused = server.post("/v1/completions", request);
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_NE(refused.body.find("speculative"), std::string::npos) << refused.body;
+}
+
 TEST(ServerTest, MetricsAddUp) {
   TestServer server;
   int64_t prompt_tokens = 0, cached = 0, generated = 0;

@@ -583,6 +583,13 @@ TEST(RadixTreeTest, DestroyingTheTreeDropsItsReferences) {
 namespace trellis {
 namespace {
 
+Tokens continuation(const RadixTree& tree, std::string_view ns, const Tokens& tokens,
+                    int32_t max_tokens) {
+  Tokens out{99, 99};  // stale contents are replaced
+  tree.continuation(ns, tokens, max_tokens, out);
+  return out;
+}
+
 // What follows a cached context: the rest of its edge, then the most recently used branch.
 TEST(RadixTreeContinuationTest, TheMostRecentlyUsedBranchFollowsTheContext) {
   BlockPool pool(64);
@@ -591,19 +598,19 @@ TEST(RadixTreeContinuationTest, TheMostRecentlyUsedBranchFollowsTheContext) {
   const Tokens b = concat(range(1, 5), range(20, 24));
   run_request(tree, pool, "", a);
   run_request(tree, pool, "", b);  // later: its branch is the most recent
-  EXPECT_EQ(tree.continuation("", range(1, 3), 100), concat(Tokens{4, 5}, range(20, 24)));
-  EXPECT_EQ(tree.continuation("", range(1, 5), 100), range(20, 24));  // ends at the fork
-  run_request(tree, pool, "", a);                                     // a is the most recent again
-  EXPECT_EQ(tree.continuation("", range(1, 3), 100), range(4, 10));
-  EXPECT_EQ(tree.continuation("", range(1, 3), 3), range(4, 6));
-  EXPECT_EQ(tree.continuation("", Tokens{}, 2), range(1, 2));
+  EXPECT_EQ(continuation(tree, "", range(1, 3), 100), concat(Tokens{4, 5}, range(20, 24)));
+  EXPECT_EQ(continuation(tree, "", range(1, 5), 100), range(20, 24));  // ends at the fork
+  run_request(tree, pool, "", a);                                      // a is the most recent again
+  EXPECT_EQ(continuation(tree, "", range(1, 3), 100), range(4, 10));
+  EXPECT_EQ(continuation(tree, "", range(1, 3), 3), range(4, 6));
+  EXPECT_EQ(continuation(tree, "", Tokens{}, 2), range(1, 2));
   // Nothing follows: a context not wholly cached, a whole cached path, another namespace, a
   // budget of nothing.
-  EXPECT_TRUE(tree.continuation("", Tokens{1, 2, 99}, 8).empty());
-  EXPECT_TRUE(tree.continuation("", Tokens{7}, 8).empty());
-  EXPECT_TRUE(tree.continuation("", a, 8).empty());
-  EXPECT_TRUE(tree.continuation("other", range(1, 3), 8).empty());
-  EXPECT_TRUE(tree.continuation("", range(1, 3), 0).empty());
+  EXPECT_TRUE(continuation(tree, "", Tokens{1, 2, 99}, 8).empty());
+  EXPECT_TRUE(continuation(tree, "", Tokens{7}, 8).empty());
+  EXPECT_TRUE(continuation(tree, "", a, 8).empty());
+  EXPECT_TRUE(continuation(tree, "other", range(1, 3), 8).empty());
+  EXPECT_TRUE(continuation(tree, "", range(1, 3), 0).empty());
   expect_ok(tree);
 }
 

@@ -1,0 +1,93 @@
+// Speculative decoding's choice of drafts: for each decoding sequence, before a step, the tokens
+// worth verifying after its last one, from the first source that has any:
+//
+//   PREFIX_CACHE   what the radix tree holds after the sequence's tokens (an earlier request went
+//                  on from the same context: a regenerated answer, a repeated tool call)
+//   PROMPT_LOOKUP  what followed the latest earlier occurrence of its last few tokens in its own
+//                  prompt and output (code edits, summaries and grounded answers copy spans)
+//   NGRAM_POOL     what followed its last few tokens in earlier requests (a bounded pool)
+//
+// Each source keeps its own acceptance history per sequence (spec/draft_length.h), so a source
+// that keeps missing on a sequence goes quiet there while the others go on. The drafts are only
+// guesses: the engine verifies them against the model's own choices and keeps exactly the tokens
+// decoding without speculation would have produced.
+//
+// Not thread-safe: one owner (the engine loop). Proposing allocates nothing once the draft buffer
+// has its capacity (the n-gram pool allocates as it learns, at the end of a request).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "base/token_id.h"
+#include "prefix/radix_tree.h"
+#include "spec/draft_length.h"
+#include "spec/ngram_pool.h"
+#include "spec/prompt_lookup.h"
+
+namespace trellis {
+
+enum class DraftSource : uint8_t { PREFIX_CACHE, PROMPT_LOOKUP, NGRAM_POOL };
+inline constexpr size_t kDraftSources = 3;
+// "prefix_cache", "prompt_lookup", "ngram_pool": the names of flags and metrics.
+std::string_view draft_source_name(DraftSource source);
+
+struct SpeculationConfig {
+  std::array<bool, kDraftSources> sources{true, true, true};  // by DraftSource
+  DraftLengthConfig length;
+  PromptLookupConfig lookup;
+  NgramPoolConfig pool;
+
+  bool enabled() const { return sources[0] || sources[1] || sources[2]; }
+  bool uses(DraftSource s) const { return sources[static_cast<size_t>(s)]; }
+};
+
+// "on" (every source), "off" (none), or a comma-separated list of source names.
+Result<SpeculationConfig> parse_speculation(std::string_view text);
+
+// Tokens proposed and kept, per source.
+struct DraftCounts {
+  int64_t n_drafts = 0;  // verifications
+  int64_t n_drafted = 0;
+  int64_t n_accepted = 0;
+};
+
+// One sequence's speculation: each source's acceptance history, and the source of the draft
+// being verified.
+struct SpeculationState {
+  std::array<DraftLength, kDraftSources> lengths;
+  DraftSource source = DraftSource::PREFIX_CACHE;
+
+  explicit SpeculationState(const DraftLengthConfig& config = {})
+      : lengths{DraftLength(config), DraftLength(config), DraftLength(config)} {}
+};
+
+class Speculator {
+ public:
+  explicit Speculator(SpeculationConfig config) : config_(config), pool_(config.pool) {}
+
+  const SpeculationConfig& config() const { return config_; }
+  SpeculationState new_state() const { return SpeculationState(config_.length); }
+
+  // The draft after `tokens` (a sequence of namespace `ns` whose step shares the batch with
+  // `other_rows` rows of other sequences), into `draft` (its capacity reused; empty: none).
+  void propose(const RadixTree& tree, std::string_view ns, std::span<const TokenId> tokens,
+               int32_t other_rows, SpeculationState& state, std::vector<TokenId>& draft);
+  // The verification of the last draft: `drafted` tokens proposed, the first `accepted` kept.
+  void verified(SpeculationState& state, int32_t drafted, int32_t accepted);
+  // A finished sequence's tokens, for the n-gram pool.
+  void learn(std::span<const TokenId> tokens);
+
+  const std::array<DraftCounts, kDraftSources>& counts() const { return counts_; }
+
+ private:
+  SpeculationConfig config_;
+  NgramPool pool_;
+  std::array<DraftCounts, kDraftSources> counts_{};
+};
+
+}  // namespace trellis
