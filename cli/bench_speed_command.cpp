@@ -135,6 +135,7 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
   add_bench_block_size_command(*bench, exit_code);
   add_bench_restart_command(*bench, exit_code);
   add_bench_structured_command(*bench, exit_code);
+  add_bench_spec_command(*bench, exit_code);
 }
 
 }  // namespace trellis::cli

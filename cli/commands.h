@@ -29,5 +29,7 @@ void add_bench_router_command(CLI::App& bench, int& exit_code);
 void add_bench_restart_command(CLI::App& bench, int& exit_code);
 // `trellis bench structured`: token masks, schema compiles, constrained decoding, jump-forward.
 void add_bench_structured_command(CLI::App& bench, int& exit_code);
+// `trellis bench spec`: decode tokens/s with speculative decoding on and off.
+void add_bench_spec_command(CLI::App& bench, int& exit_code);
 
 }  // namespace trellis::cli

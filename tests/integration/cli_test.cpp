@@ -392,6 +392,32 @@ TEST_F(CliTest, BenchPhiReportsTheCacheGainWithIdenticalOutputs) {
   EXPECT_NE(bad.output.find("'2' is not a number in [0, 1]"), std::string::npos) << bad.output;
 }
 
+// The same prompt twice in one run: the second answer is drafted from the first one's cached
+// tokens (speculative decoding, on by default), sampled with the run's seed, and comes out the
+// same as with --spec off.
+TEST_F(CliTest, TheSamePromptTwiceDraftsTheSecondAnswerFromTheFirst) {
+  const std::string common = "generate --json -t 2 --temp 0.7 -s 5 -n 24 --ignore-eos -B 8 -m " +
+                             model_ + " -p 'one two three four' -p 'one two three four'";
+  std::vector<nlohmann::json> on = json_lines(stdout_only(common));
+  std::vector<nlohmann::json> off = json_lines(stdout_only(common + " --spec off"));
+  std::vector<nlohmann::json> lookup = json_lines(stdout_only(common + " --spec prompt_lookup"));
+  ASSERT_EQ(on.size(), 2u);
+  ASSERT_EQ(off.size(), 2u);
+  ASSERT_EQ(lookup.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(on[i]["generated_tokens"], off[i]["generated_tokens"]) << i;
+    EXPECT_EQ(lookup[i]["generated_tokens"], off[i]["generated_tokens"]) << i;
+    EXPECT_EQ(off[i]["draft_tokens"], 0) << i;
+  }
+  EXPECT_EQ(on[1]["generated_tokens"], on[0]["generated_tokens"]);
+  // 23 decoded tokens, drafted 8 at a time from the tree: at least 16 kept.
+  EXPECT_GE(on[1]["accepted_draft_tokens"].get<int>(), 16) << on[1].dump();
+  CommandResult bad = run_cli(common + " --spec tree");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.output.find("--spec: unknown speculation source 'tree'"), std::string::npos)
+      << bad.output;
+}
+
 TEST_F(CliTest, ParallelPromptsGiveTheSequentialOutputsInOrder) {
   const std::string common = "generate --json -t 2 --temp 0 -n 6 -B 8 -m " + model_ +
                              " -p 'one two three four five six seven' -p 'one two three four "
