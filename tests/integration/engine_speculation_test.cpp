@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "grammar/gbnf.h"
 #include "test_support.h"
 
 namespace trellis {
@@ -196,6 +197,40 @@ TEST(EngineSpeculationTest, StopStringsAndMaxTokensEndWhereTheyWouldWithoutSpecu
     EXPECT_EQ(cut.tokens.size(), 13u);
   }
   expect_no_leak(*engine);
+}
+
+// Constrained requests regenerated: the cache's drafts are cut where the grammar refuses a token
+// (none is here: the answer is the grammar's), jump-forward's forced tokens end a verification,
+// and the outputs are those without speculation.
+TEST(EngineSpeculationTest, ConstrainedOutputsAreThoseWithoutSpeculation) {
+  Result<Grammar> parsed = parse_gbnf(R"(
+    root ::= "{\"name\":\"" [a-z ]{1,12} "\",\"n\":" [0-9]{1,3} ",\"ok\":" ("true" | "false") "}"
+  )");
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  auto grammar = std::make_shared<const Grammar>(std::move(parsed).value());
+  std::mt19937 rng(17);
+  for (bool jump_forward : {false, true}) {
+    EngineConfig plain_config = config_with(false, true);
+    plain_config.jump_forward = jump_forward;
+    EngineConfig spec_config = config_with(true, true);
+    spec_config.jump_forward = jump_forward;
+    std::unique_ptr<Engine> plain = make_engine(plain_config);
+    std::unique_ptr<Engine> engine = make_engine(spec_config);
+    for (int i = 0; i < 4; ++i) {
+      EngineRequest r;
+      r.prompt = random_tokens(rng, 13 + i);
+      r.max_tokens = 80;
+      r.sampling.temperature = i == 0 ? 0.0f : 1.2f;
+      r.sampling.seed = 50 + static_cast<uint64_t>(i);
+      r.grammar = grammar;
+      const Output expected = run(*plain, r);
+      EXPECT_EQ(expected.finish_reason, FinishReason::STOP);
+      expect_same(run(*engine, r), expected, "first");
+      expect_same(run(*engine, r), expected, "regenerated");
+    }
+    EXPECT_GT(counts(*engine, DraftSource::PREFIX_CACHE).n_accepted, 0);
+    expect_no_leak(*engine);
+  }
 }
 
 TEST(EngineSpeculationTest, ARequestCanOptOut) {
