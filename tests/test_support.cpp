@@ -106,4 +106,12 @@ int scaled_count(int full, int minimum) {
   return std::max(std::min(scaled, full), std::min(minimum, full));
 }
 
+void expect_no_leak(Engine& engine) {
+  Status ok = engine.check_invariants();
+  EXPECT_TRUE(ok.ok()) << (ok.ok() ? "" : ok.error().message);
+  EXPECT_EQ(engine.stats().n_blocks_in_use, 0);
+  engine.flush_cache();
+  EXPECT_EQ(engine.stats().n_blocks_free, engine.stats().n_blocks_total);
+}
+
 }  // namespace trellis::testing

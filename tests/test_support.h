@@ -40,6 +40,10 @@ const std::string& tiny_moe_engine_model();
 // is still reached. A value that is not a number in (0, 1] counts as 1.
 int scaled_count(int full, int minimum);
 
+// Every block came back: the pool's and the tree's invariants hold, no request holds a block,
+// and once the cache is flushed every block is free.
+void expect_no_leak(Engine& engine);
+
 // True in the sanitizer builds (AddressSanitizer or ThreadSanitizer). End-to-end checks whose code
 // paths other tests already take under the sanitizer skip there: the sanitizer runs stay short.
 constexpr bool under_sanitizer() {

@@ -112,11 +112,7 @@ void expect_same(const RequestOutput& got, const RequestOutput& want, const std:
 }
 
 void expect_no_leak(Engine& engine) {
-  Status ok = engine.check_invariants();
-  EXPECT_TRUE(ok.ok()) << (ok.ok() ? "" : ok.error().message);
-  EXPECT_EQ(engine.stats().n_blocks_in_use, 0);
-  engine.flush_cache();
-  EXPECT_EQ(engine.stats().n_blocks_free, engine.stats().n_blocks_total);
+  testing::expect_no_leak(engine);
   EXPECT_EQ(engine.stats().disk.n_pending, 0);
 }
 

@@ -75,13 +75,7 @@ void expect_same(const Output& a, const Output& b, const std::string& what) {
   }
 }
 
-void expect_no_leak(Engine& engine) {
-  Status ok = engine.check_invariants();
-  EXPECT_TRUE(ok.ok()) << (ok.ok() ? "" : ok.error().message);
-  EXPECT_EQ(engine.stats().n_blocks_in_use, 0);
-  engine.flush_cache();
-  EXPECT_EQ(engine.stats().n_blocks_free, engine.stats().n_blocks_total);
-}
+using testing::expect_no_leak;
 
 DraftCounts counts(const Engine& engine, DraftSource source) {
   return engine.stats().drafts[static_cast<size_t>(source)];

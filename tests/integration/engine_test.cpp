@@ -64,13 +64,7 @@ std::vector<Tokens> random_prompts(uint32_t seed, int n) {
   return prompts;
 }
 
-void expect_no_leak(Engine& engine) {
-  Status ok = engine.check_invariants();
-  EXPECT_TRUE(ok.ok()) << (ok.ok() ? "" : ok.error().message);
-  EXPECT_EQ(engine.stats().n_blocks_in_use, 0);
-  engine.flush_cache();
-  EXPECT_EQ(engine.stats().n_blocks_free, engine.stats().n_blocks_total);
-}
+using testing::expect_no_leak;
 
 // Holds the engine's loop inside a request's on_text callback at its first piece of text, until
 // release(): while it is held no step runs, so the test can act (cancel, fork, destroy) at a
