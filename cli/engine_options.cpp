@@ -39,6 +39,10 @@ void EngineOptions::add_to(CLI::App& app, bool model_required) {
                  "spans of the request's own prompt and output; ngram_pool: what followed the "
                  "same tokens in earlier requests). Outputs are the same either way")
       ->capture_default_str();
+  app.add_option("--spec-rows", spec_rows,
+                 "With --spec: the most rows a decode step gives decode tokens and drafts "
+                 "together (a lone sequence drafts up to 8 tokens; a batch shares the rows)")
+      ->capture_default_str();
   app.add_option("--kv-mem", kv_mem,
                  "KV pool memory, e.g. 512MiB (B, KiB, MiB, GiB); default: 4 contexts");
   app.add_option("--kv-tokens", kv_tokens, "KV pool size in tokens (instead of --kv-mem)");
@@ -155,6 +159,8 @@ Result<EngineConfig> EngineOptions::engine_config() const {
   Result<SpeculationConfig> speculation = parse_speculation(spec);
   if (!speculation.ok()) return Error{"--spec: " + speculation.error().message};
   config.speculation = *speculation;
+  if (spec_rows < 1) return Error{"--spec-rows must be at least 1"};
+  config.speculation.length.max_step_rows = spec_rows;
   if (!kv_mem.empty()) {
     Result<int64_t> bytes = parse_byte_size(kv_mem);
     if (!bytes.ok()) return Error{"--kv-mem: " + bytes.error().message};

@@ -11,9 +11,10 @@ namespace {
 
 constexpr std::array<std::string_view, 4> kWorkloads{"regenerate", "agent", "miss", "free"};
 
-// The one source a workload measures; "free" runs with every source, as by default.
-SpeculationConfig speculation_for(std::string_view workload) {
-  SpeculationConfig config;
+// The one source a workload measures; "free" runs with every source, as by default. The draft
+// lengths are the base configuration's.
+SpeculationConfig speculation_for(std::string_view workload, SpeculationConfig config) {
+  config.sources.fill(true);
   if (workload == "free") return config;
   config.sources.fill(false);
   DraftSource source = DraftSource::PROMPT_LOOKUP;
@@ -172,7 +173,7 @@ Result<std::vector<SpecRow>> run_spec_bench(const SpecBenchOptions& options,
   for (const std::string& workload : options.workloads) {
     EngineConfig config = options.engine;
     config.prefix_cache.enabled = true;
-    config.speculation = speculation_for(workload);
+    config.speculation = speculation_for(workload, options.engine.speculation);
     if (config.n_ctx == 0) config.n_ctx = options.n_prompt + options.n_gen + 8;
     config.scheduler.max_seqs = std::max(config.scheduler.max_seqs, max_batch);
     config.scheduler.max_batch_tokens =

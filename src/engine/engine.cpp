@@ -231,11 +231,13 @@ Status Engine::init_loop(const EngineConfig& config) {
   for (InFlightStep& step : in_flight_) step.plan.chunks.reserve(static_cast<size_t>(sc.max_seqs));
   // The step loop's own buffers, sized for the largest step (see submit() for the requests').
   batch_.reserve(sc.max_batch_tokens, sc.max_seqs);
-  // One row per sequence, and with speculation its draft's rows (within the step's budget).
+  // One row per sequence; with speculation, decode tokens and drafts share max_step_rows (within
+  // the step's budget).
   size_t max_rows = static_cast<size_t>(sc.max_seqs);
   if (config.speculation.enabled()) {
-    const auto max_draft = static_cast<size_t>(std::max(0, config.speculation.length.max_tokens));
-    max_rows = std::min(max_rows * (1 + max_draft), static_cast<size_t>(sc.max_batch_tokens));
+    const auto step_rows =
+        static_cast<size_t>(std::max(0, config.speculation.length.max_step_rows));
+    max_rows = std::max(max_rows, std::min(step_rows, static_cast<size_t>(sc.max_batch_tokens)));
   }
   logits_.reserve(max_rows, static_cast<size_t>(n_vocab_));
   active_.reserve(static_cast<size_t>(sc.max_seqs));
@@ -692,7 +694,8 @@ void Engine::check_invariants_when_idle() {
 void Engine::propose_drafts() {
   if (speculator_ == nullptr) return;
   const std::vector<Sequence*>& running = scheduler_->running();
-  const auto other_rows = static_cast<int32_t>(running.size()) - 1;
+  const auto n_decoding = static_cast<int32_t>(std::count_if(
+      running.begin(), running.end(), [](const Sequence* s) { return s->n_pending() == 1; }));
   for (Sequence* seq : running) {
     if (seq->in_flight) continue;  // its draft is being verified
     auto& r = *static_cast<Request*>(seq);
@@ -702,7 +705,7 @@ void Engine::propose_drafts() {
     if (!r.params.speculate || r.wants_prompt_logits || !r.branches.empty() || r.n_pending() != 1) {
       continue;
     }
-    speculator_->propose(cache_->tree(), r.cache_namespace, r.tokens, other_rows, r.spec, r.draft);
+    speculator_->propose(cache_->tree(), r.cache_namespace, r.tokens, n_decoding, r.spec, r.draft);
     if (r.grammar) keep_grammatical_draft(r);
   }
 }

@@ -6,7 +6,9 @@
 //   length      the expected run of accepted tokens, 1 / (1 - acceptance), capped at max_tokens;
 //               0 below min_acceptance, except one token every probe_interval steps, so that a
 //               sequence whose text turns repetitive is noticed again
-//   batch       0 whenever the step's other rows reach compute_bound_rows
+//   batch       a step's decode tokens and drafts together take at most max_step_rows rows,
+//               shared evenly by the sequences that decode in it: a single sequence drafts up to
+//               max_tokens, a large batch (already compute-bound) none
 #pragma once
 
 #include <cstdint>
@@ -18,15 +20,16 @@ struct DraftLengthConfig {
   double min_acceptance = 0.2;
   double decay = 0.7;  // weight of the history against the newest verification
   int32_t probe_interval = 16;
-  int32_t compute_bound_rows = 32;
+  int32_t max_step_rows = 32;
 };
 
 class DraftLength {
  public:
   explicit DraftLength(DraftLengthConfig config = {}) : config_(config) {}
 
-  // The draft length for the next step, whose other sequences take `other_rows` rows.
-  int32_t next(int32_t other_rows);
+  // The draft length for the next step, in which `n_decoding` sequences (this one included)
+  // decode.
+  int32_t next(int32_t n_decoding);
   // A verification: `drafted` tokens proposed, the first `accepted` of them taken.
   void record(int32_t drafted, int32_t accepted);
 

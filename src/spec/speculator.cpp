@@ -44,12 +44,12 @@ Result<SpeculationConfig> parse_speculation(std::string_view text) {
 }
 
 void Speculator::propose(const RadixTree& tree, std::string_view ns,
-                         std::span<const TokenId> tokens, int32_t other_rows,
+                         std::span<const TokenId> tokens, int32_t n_decoding,
                          SpeculationState& state, std::vector<TokenId>& draft) {
   draft.clear();
   for (DraftSource source : kSources) {
     if (!config_.uses(source)) continue;
-    const int32_t length = state.lengths[static_cast<size_t>(source)].next(other_rows);
+    const int32_t length = state.lengths[static_cast<size_t>(source)].next(n_decoding);
     if (length <= 0) continue;
     switch (source) {
       case DraftSource::PREFIX_CACHE:

@@ -73,10 +73,10 @@ class Speculator {
   const SpeculationConfig& config() const { return config_; }
   SpeculationState new_state() const { return SpeculationState(config_.length); }
 
-  // The draft after `tokens` (a sequence of namespace `ns` whose step shares the batch with
-  // `other_rows` rows of other sequences), into `draft` (its capacity reused; empty: none).
+  // The draft after `tokens` (a sequence of namespace `ns`, one of `n_decoding` sequences that
+  // decode in the next step), into `draft` (its capacity reused; empty: none).
   void propose(const RadixTree& tree, std::string_view ns, std::span<const TokenId> tokens,
-               int32_t other_rows, SpeculationState& state, std::vector<TokenId>& draft);
+               int32_t n_decoding, SpeculationState& state, std::vector<TokenId>& draft);
   // The verification of the last draft: `drafted` tokens proposed, the first `accepted` kept.
   void verified(SpeculationState& state, int32_t drafted, int32_t accepted);
   // A finished sequence's tokens, for the n-gram pool.

@@ -1,4 +1,4 @@
-// The draft length follows the acceptance history and steps aside for a busy batch.
+// The draft length follows the acceptance history and shares a step's rows with the batch.
 #include "spec/draft_length.h"
 
 #include <gtest/gtest.h>
@@ -32,10 +32,13 @@ TEST(DraftLengthTest, NeverHittingMeansNoDraftsButAProbeNowAndThen) {
   EXPECT_GT(length.next(0), 0);
 }
 
-TEST(DraftLengthTest, AComputeBoundBatchGetsNoDrafts) {
+TEST(DraftLengthTest, TheBatchSharesTheStepsRows) {
   DraftLength length(DraftLengthConfig{8, 0.2, 0.5, 4, 32});
-  EXPECT_EQ(length.next(31), 8);
-  EXPECT_EQ(length.next(32), 0);
+  EXPECT_EQ(length.next(1), 8);  // alone: up to max_tokens
+  EXPECT_EQ(length.next(4), 7);  // (32 - 4) / 4
+  EXPECT_EQ(length.next(8), 3);
+  EXPECT_EQ(length.next(16), 1);
+  EXPECT_EQ(length.next(17), 0);  // compute-bound: no room for drafts
   EXPECT_EQ(length.next(200), 0);
   length.record(0, 0);  // nothing drafted: nothing learned
   EXPECT_DOUBLE_EQ(length.acceptance(), 1.0);
