@@ -1,5 +1,5 @@
 // `trellis bench spec`: decode tokens/s with speculative decoding on and off, on workloads whose
-// drafts hit (regenerate, agent), miss (miss) or hardly exist (free), measured by
+// drafts hit (regenerate, agent), are seldom found (miss) or hardly exist (free), measured by
 // bench/spec_bench.h, with how many drafted tokens were kept.
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -80,7 +80,8 @@ void add_bench_spec_command(CLI::App& bench, int& exit_code) {
   CLI::App* cmd = bench.add_subcommand(
       "spec",
       "Speculative decoding: decode tokens/s on and off where drafts hit (regenerate: the prefix "
-      "cache; agent: the n-gram pool), miss (miss: prompt lookup) or hardly exist (free)");
+      "cache; agent: the n-gram pool), are seldom found (miss: prompt lookup over prompts that "
+      "repeat a span) or hardly exist (free)");
   auto args = std::make_shared<SpecArgs>();
   args->engine.add_to(*cmd, /*model_required=*/false);
   args->engine.add_scheduler_options(*cmd);

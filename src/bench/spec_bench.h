@@ -1,5 +1,5 @@
 // `trellis bench spec`: what speculative decoding gains where drafts hit, and what it costs where
-// they miss or nothing matches, as decode tokens/s with speculation on and off.
+// drafts are seldom found or nothing matches, as decode tokens/s with speculation on and off.
 //
 // Each workload runs on an engine of its own whose speculation uses the workload's source; its
 // "off" runs are the same requests opting out (EngineRequest::speculate), alternating with the
@@ -10,8 +10,9 @@
 //   agent       the same prompts again in a new cache namespace each time, as another user's
 //               identical call: the tree cannot serve them, the n-gram pool (which learnt the
 //               first run's answers) drafts them (source ngram_pool)
-//   miss        prompts that repeat a span of their own: prompt lookup always finds a draft, and
-//               a random-weight model does not follow it; what misses cost (source prompt_lookup)
+//   miss        prompts that repeat a span of their own (source prompt_lookup): it drafts where
+//               the output's last tokens occurred before, which a random-weight model's output
+//               seldom does, so this mostly measures what looking for drafts costs
 //   free        fresh prompts sampled at temperature 1 with every source on: nothing to draft
 //               but what the output happens to repeat; the cost of leaving speculation on
 //
