@@ -6,10 +6,6 @@
 namespace trellis {
 namespace {
 
-TokenId argmax(const std::vector<float>& row) {
-  return static_cast<TokenId>(std::max_element(row.begin(), row.end()) - row.begin());
-}
-
 // A draw from the (unnormalized, non-negative) weights; the last positive weight if rounding
 // leaves the draw past the total.
 TokenId draw(const std::vector<double>& weights, std::mt19937_64& rng) {
@@ -28,18 +24,6 @@ TokenId draw(const std::vector<double>& weights, std::mt19937_64& rng) {
 }
 
 }  // namespace
-
-DraftVerdict verify_draft_greedy(std::span<const TokenId> draft,
-                                 std::span<const std::vector<float>> target) {
-  assert(target.size() == draft.size() + 1);
-  DraftVerdict verdict;
-  for (; verdict.n_accepted < static_cast<int32_t>(draft.size()); ++verdict.n_accepted) {
-    const auto i = static_cast<size_t>(verdict.n_accepted);
-    if (argmax(target[i]) != draft[i]) break;
-  }
-  verdict.next = argmax(target[static_cast<size_t>(verdict.n_accepted)]);
-  return verdict;
-}
 
 DraftVerdict verify_draft_sampled(std::span<const TokenId> draft,
                                   std::span<const std::vector<float>> target_probs,
