@@ -18,6 +18,7 @@ struct SpecArgs {
   bench::SpecBenchOptions options;
   std::string out;
   bool json = false;
+  bool workloads_given = false;
 };
 
 nlohmann::json row_json(const bench::SpecRow& r) {
@@ -39,6 +40,8 @@ nlohmann::json row_json(const bench::SpecRow& r) {
 int run_spec(SpecArgs& args) {
   bench::SpecBenchOptions& options = args.options;
   if (!resolve_engine(args.engine, options.model_path, options.engine)) return 1;
+  if (!options.engine.draft_model.empty() && !args.workloads_given)
+    options.workloads.push_back("draft");
   ProgressPrinter progress;
   Result<std::vector<bench::SpecRow>> rows = bench::run_spec_bench(options, progress.observer());
   if (!rows.ok()) return print_error(rows.error().message);
@@ -81,7 +84,7 @@ void add_bench_spec_command(CLI::App& bench, int& exit_code) {
       "spec",
       "Speculative decoding: decode tokens/s on and off where drafts hit (regenerate: the prefix "
       "cache; agent: the n-gram pool), are seldom found (miss: prompt lookup over prompts that "
-      "repeat a span) or hardly exist (free)");
+      "repeat a span) or hardly exist (free), and with the guesses of a draft model (draft)");
   auto args = std::make_shared<SpecArgs>();
   args->engine.add_to(*cmd, /*model_required=*/false);
   args->engine.add_scheduler_options(*cmd);
@@ -94,9 +97,11 @@ void add_bench_spec_command(CLI::App& bench, int& exit_code) {
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--workloads", args->options.workloads,
-                  "Workloads (a list of regenerate, agent, miss, free)")
+                  "Workloads (a list of regenerate, agent, miss, free, draft; draft, the guesses "
+                  "of --draft-model, is added when one is given)")
       ->delimiter(',')
-      ->capture_default_str();
+      ->capture_default_str()
+      ->each([args](const std::string&) { args->workloads_given = true; });
   cmd->add_option("--seed", args->options.seed, "Seed of the prompts")->capture_default_str();
   cmd->add_option("--out", args->out, "Results folder (default: bench-results/spec-<time>)");
   cmd->add_flag("--json", args->json, "Print the record as one JSON object");

@@ -33,12 +33,17 @@ void EngineOptions::add_to(CLI::App& app, bool model_required) {
                  "Prefix match granularity: token (reuse every cached token; a partially matched "
                  "block is copied) or block (whole blocks only)")
       ->capture_default_str();
-  app.add_option("--spec", spec,
-                 "Speculative decoding: on, off, or the draft sources to use, comma-separated "
-                 "(prefix_cache: what the cache holds after the same context; prompt_lookup: "
-                 "spans of the request's own prompt and output; ngram_pool: what followed the "
-                 "same tokens in earlier requests). Outputs are the same either way")
+  app.add_option(
+         "--spec", spec,
+         "Speculative decoding: on, off, or the draft sources to use, comma-separated "
+         "(prefix_cache: what the cache holds after the same context; prompt_lookup: "
+         "spans of the request's own prompt and output; ngram_pool: what followed the "
+         "same tokens in earlier requests; draft_model: the guesses of --draft-model). Outputs "
+         "are the same either way")
       ->capture_default_str();
+  app.add_option("--draft-model", draft_model,
+                 "With --spec: a smaller GGUF model of the same vocabulary that drafts tokens "
+                 "where the cache and n-grams have none (its KV is held beside the pool's)");
   app.add_option("--spec-rows", spec_rows,
                  "With --spec: the most rows a decode step gives decode tokens and drafts "
                  "together (a lone sequence drafts up to 8 tokens; a batch shares the rows)")
@@ -161,6 +166,11 @@ Result<EngineConfig> EngineOptions::engine_config() const {
   config.speculation = *speculation;
   if (spec_rows < 1) return Error{"--spec-rows must be at least 1"};
   config.speculation.length.max_step_rows = spec_rows;
+  if (!draft_model.empty() && !config.speculation.uses(DraftSource::DRAFT_MODEL))
+    return Error{"--draft-model needs --spec on or a --spec list with draft_model"};
+  if (draft_model.empty() && spec.find("draft_model") != std::string::npos)
+    return Error{"--spec draft_model needs --draft-model FILE"};
+  config.draft_model = draft_model;
   if (!kv_mem.empty()) {
     Result<int64_t> bytes = parse_byte_size(kv_mem);
     if (!bytes.ok()) return Error{"--kv-mem: " + bytes.error().message};

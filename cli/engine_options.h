@@ -20,6 +20,7 @@ struct EngineOptions {
   std::string prefix_cache = "on";
   std::string spec = "on";
   int32_t spec_rows = SpeculationConfig{}.length.max_step_rows;
+  std::string draft_model;
   std::string match = "token";
   std::string kv_mem;  // a size such as 512MiB; empty: --kv-tokens or the default
   int64_t kv_tokens = 0;

@@ -82,6 +82,17 @@ const std::string& tiny_engine_model() {
   return path;
 }
 
+const std::string& tiny_draft_model() {
+  static const std::string path = [] {
+    const std::string p = temp_dir() + "/engine-tiny-draft.gguf";
+    const SynthOptions options{*find_model_preset("tiny"), DType::Q8_0, 10, "", p, 2, false};
+    const Status status = synthesize_model(options);
+    EXPECT_TRUE(status.ok()) << status.error().message;
+    return p;
+  }();
+  return path;
+}
+
 const std::string& tiny_moe_engine_model() {
   static const std::string path = [] {
     const std::string p = temp_dir() + "/engine-tiny-gpt-oss.gguf";

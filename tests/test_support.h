@@ -29,6 +29,9 @@ EngineRequest greedy_request(std::vector<TokenId> prompt, int32_t max_tokens,
 
 // The tiny preset as Q8_0 (seed 9), made once per test process: the engine tests' model.
 const std::string& tiny_engine_model();
+// The same shape and vocabulary with other weights (seed 10): a draft model that disagrees with
+// tiny_engine_model() on most tokens.
+const std::string& tiny_draft_model();
 // The tiny preset recast as gpt-oss (Q8_0): a mixture of experts with biases, attention sinks and
 // window layers, for the tests that run every family's machinery through the engine.
 const std::string& tiny_moe_engine_model();

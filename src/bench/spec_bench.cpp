@@ -9,10 +9,11 @@
 namespace trellis::bench {
 namespace {
 
-constexpr std::array<std::string_view, 4> kWorkloads{"regenerate", "agent", "miss", "free"};
+constexpr std::array<std::string_view, 5> kWorkloads{"regenerate", "agent", "miss", "free",
+                                                     "draft"};
 
-// The one source a workload measures; "free" runs with every source, as by default. The draft
-// lengths are the base configuration's.
+// The one source a workload measures; "free" runs with every source, as by default (the draft
+// model only in its own workload). The draft lengths are the base configuration's.
 SpeculationConfig speculation_for(std::string_view workload, SpeculationConfig config) {
   config.sources.fill(true);
   if (workload == "free") return config;
@@ -20,6 +21,7 @@ SpeculationConfig speculation_for(std::string_view workload, SpeculationConfig c
   DraftSource source = DraftSource::PROMPT_LOOKUP;
   if (workload == "regenerate") source = DraftSource::PREFIX_CACHE;
   if (workload == "agent") source = DraftSource::NGRAM_POOL;
+  if (workload == "draft") source = DraftSource::DRAFT_MODEL;
   config.sources[static_cast<size_t>(source)] = true;
   return config;
 }
@@ -97,6 +99,8 @@ Result<SpecRow> measure(Engine& engine, const SpecBenchOptions& options, std::st
   const std::string stage = std::string(workload) + " B=" + std::to_string(batch);
   const Vocab& vocab = engine.tokenizer().vocab();
   const bool sampled = workload == "free";
+  // Fresh prompts for every run, so that no run drafts what another generated.
+  const bool fresh = sampled || workload == "draft";
   const auto runs = static_cast<uint64_t>(2 * options.reps);
   observer.report_progress(stage, 0, runs);
   SpecRow row;
@@ -115,8 +119,7 @@ Result<SpecRow> measure(Engine& engine, const SpecBenchOptions& options, std::st
     auto requests = [&](bool speculate, const std::string& ns) {
       std::vector<EngineRequest> batch_requests;
       for (const std::vector<TokenId>& p : prompts) {
-        // Free text: fresh prompts for every run, so that no run drafts what another generated.
-        std::vector<TokenId> prompt = sampled ? random_prompt(rng, options.n_prompt, vocab) : p;
+        std::vector<TokenId> prompt = fresh ? random_prompt(rng, options.n_prompt, vocab) : p;
         batch_requests.push_back(
             request_for(std::move(prompt), options.n_gen, sampled, rng(), speculate, ns));
       }
@@ -163,7 +166,9 @@ Result<std::vector<SpecRow>> run_spec_bench(const SpecBenchOptions& options,
   }
   for (const std::string& w : options.workloads) {
     if (std::find(kWorkloads.begin(), kWorkloads.end(), w) == kWorkloads.end())
-      return Error{"unknown workload '" + w + "' (regenerate, agent, miss or free)"};
+      return Error{"unknown workload '" + w + "' (regenerate, agent, miss, free or draft)"};
+    if (w == "draft" && options.engine.draft_model.empty())
+      return Error{"the draft workload needs a draft model (--draft-model FILE)"};
   }
   const int32_t max_batch =
       *std::max_element(options.batch_sizes.begin(), options.batch_sizes.end());
@@ -174,6 +179,7 @@ Result<std::vector<SpecRow>> run_spec_bench(const SpecBenchOptions& options,
     EngineConfig config = options.engine;
     config.prefix_cache.enabled = true;
     config.speculation = speculation_for(workload, options.engine.speculation);
+    if (workload != "draft") config.draft_model.clear();
     if (config.n_ctx == 0) config.n_ctx = options.n_prompt + options.n_gen + 8;
     config.scheduler.max_seqs = std::max(config.scheduler.max_seqs, max_batch);
     config.scheduler.max_batch_tokens =

@@ -15,6 +15,9 @@
 //               seldom does, so this mostly measures what looking for drafts costs
 //   free        fresh prompts sampled at temperature 1 with every source on: nothing to draft
 //               but what the output happens to repeat; the cost of leaving speculation on
+//   draft       fresh greedy prompts, drafted by the draft model alone (EngineConfig::draft_model,
+//               required): what its guesses gain or cost at the acceptance rate they reach (the
+//               target's own file agrees by construction, another model mostly does not)
 //
 // Random-weight models do not copy their input, so the copy workloads repeat the model's own
 // earlier outputs: greedy, the measured answer is the first run's. Per batch size B, B requests
@@ -41,6 +44,7 @@ struct SpecBenchOptions {
   int32_t n_gen = 128;
   int32_t reps = 3;
   std::vector<int32_t> batch_sizes{1, 8};
+  // "draft" too when the engine has a draft model.
   std::vector<std::string> workloads{"regenerate", "agent", "miss", "free"};
   uint64_t seed = 1;
 };

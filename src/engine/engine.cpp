@@ -184,7 +184,14 @@ Status Engine::init_from_file(const std::string& model_path, const EngineConfig&
     if (!executor.ok()) return executor.error();
     executor_ = std::move(executor).value();
   } else {
-    executor_ = std::make_unique<LocalExecutor>(*model_, *kv_, max_rows, n_ctx_, config.n_threads);
+    auto local = std::make_unique<LocalExecutor>(*model_, *kv_, max_rows, n_ctx_, config.n_threads);
+    if (!config.draft_model.empty() && config.speculation.uses(DraftSource::DRAFT_MODEL))
+      TRELLIS_TRY(load_draft_model(config, local->threads()));
+    executor_ = std::move(local);
+  }
+  if (!config.draft_model.empty() && draft_model_ == nullptr &&
+      config.speculation.uses(DraftSource::DRAFT_MODEL)) {
+    return Error{"a draft model needs the whole model in this process, not a pipeline"};
   }
   return init_loop(config);
 }
@@ -208,6 +215,25 @@ Status Engine::init_from_backend(EngineBackend backend, const EngineConfig& conf
   if (!executor.ok()) return executor.error();
   executor_ = std::move(executor).value();
   return init_loop(config);
+}
+
+Status Engine::load_draft_model(const EngineConfig& config, ThreadPool& threads) {
+  Result<LoadedModel> loaded = load_model(config.draft_model);
+  if (!loaded.ok()) return Error{"draft model: " + loaded.error().message};
+  TRELLIS_TRY(check_same_vocab(*loaded->tokenizer, *tokenizer_));
+  DraftModelShape shape;
+  shape.block_size = config.block_size;
+  shape.kv_type = config.kv_type;
+  shape.n_ctx = n_ctx_;
+  shape.max_rows = config.scheduler.max_batch_tokens;
+  shape.max_seqs = config.scheduler.max_seqs;
+  Result<std::unique_ptr<DraftModel>> draft =
+      DraftModel::create(std::move(loaded->model), *blocks_, threads, shape);
+  if (!draft.ok()) return draft.error();
+  draft_file_ = std::move(loaded->file);
+  draft_model_ = std::move(draft).value();
+  draft_jobs_.reserve(static_cast<size_t>(config.scheduler.max_seqs));
+  return {};
 }
 
 void Engine::adopt_kv(KvRuntime runtime) {
@@ -247,8 +273,9 @@ Status Engine::init_loop(const EngineConfig& config) {
   jump_forward_ = config.jump_forward;
   // Verifying a draft needs the step back before the sequence's next one is planned, which a
   // pipeline of several stages does not wait for.
-  if (config.speculation.enabled() && depth == 1)
-    speculator_ = std::make_unique<Speculator>(config.speculation);
+  SpeculationConfig speculation = config.speculation;
+  if (draft_model_ == nullptr) speculation.sources[size_t(DraftSource::DRAFT_MODEL)] = false;
+  if (speculation.enabled() && depth == 1) speculator_ = std::make_unique<Speculator>(speculation);
   return {};
 }
 
@@ -706,8 +733,20 @@ void Engine::propose_drafts() {
       continue;
     }
     speculator_->propose(cache_->tree(), r.cache_namespace, r.tokens, n_decoding, r.spec, r.draft);
-    if (r.grammar) keep_grammatical_draft(r);
+    // (The draft model's guesses come after planning: its verification filters them.)
+    if (r.grammar && r.spec.source != DraftSource::DRAFT_MODEL) keep_grammatical_draft(r);
   }
+}
+
+void Engine::draft_with_model(const StepPlan& plan) {
+  if (draft_model_ == nullptr) return;
+  draft_jobs_.clear();
+  for (const ScheduledChunk& c : plan.chunks) {
+    auto& r = *static_cast<Request*>(c.seq);
+    if (c.n_draft == 0 || r.spec.source != DraftSource::DRAFT_MODEL) continue;
+    draft_jobs_.push_back({r.tokens, r.kv.block_table(), c.n_draft, r.draft.data()});
+  }
+  if (!draft_jobs_.empty()) draft_model_->draft(draft_jobs_);
 }
 
 void Engine::keep_grammatical_draft(Request& r) const {
@@ -740,6 +779,7 @@ bool Engine::step() {
   }
   bool ran = false;
   if (!plan.empty()) {
+    draft_with_model(plan);
     batch_.clear();
     for (const ScheduledChunk& c : plan.chunks) {
       const TokenId* input = c.seq->tokens.data() + c.begin;  // a view, not a copy
@@ -854,6 +894,7 @@ void Engine::refresh_stats(int64_t n_new_preemptions, double plan_ms) {
   stats_.scheduler_ms += plan_ms;
   stats_.max_steps_in_flight = static_cast<int32_t>(max_in_flight_);
   if (speculator_ != nullptr) stats_.drafts = speculator_->counts();
+  if (draft_model_ != nullptr) stats_.n_draft_model_rows = draft_model_->n_rows_computed();
   if (disk_ != nullptr) {
     const DiskLoadCounters& loads = disk_->load_counters();
     stats_.n_disk_hit_tokens = loads.n_hit_tokens;
@@ -919,6 +960,11 @@ void Engine::verify_draft(Request& r, const float* rows, int32_t n_draft) {
     if (!same) break;  // (a grammar's forced tokens also end it: they follow the real token)
     ++accepted;
     ++r.n_computed;  // the draft token's KV is the request's own now
+  }
+  if (r.spec.source == DraftSource::DRAFT_MODEL) {
+    // The draft model computed its KV of the guesses it was fed, all but the last one.
+    draft_model_->confirm(r.kv.block_table(), first_new,
+                          first_new + std::min(accepted, n_draft - 1));
   }
   speculator_->verified(r.spec, n_draft, accepted);
   r.output.stats.n_draft_tokens += n_draft;

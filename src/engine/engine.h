@@ -42,6 +42,7 @@
 #include "sample/sampling_params.h"
 #include "sample/stop_condition.h"
 #include "sched/scheduler.h"
+#include "spec/draft_model.h"
 #include "spec/speculator.h"
 #include "tokenizer/tokenizer.h"
 
@@ -79,6 +80,10 @@ struct EngineConfig {
   // logits confirm, sampled as without speculation: greedy and seeded outputs are the same with
   // it on or off. Off with a pipeline of more than one process.
   SpeculationConfig speculation;
+  // A GGUF model of the same vocabulary that drafts by greedy decoding where the cheaper sources
+  // have nothing (DraftSource::DRAFT_MODEL; empty: none). Its KV takes as many blocks of its own
+  // layout as the pool has, beyond kv_bytes. Needs the whole model in this process.
+  std::string draft_model;
 };
 
 struct EngineRequest {
@@ -240,6 +245,7 @@ struct EngineStats {
   int64_t n_disk_loads_staged = 0;  // of those, read into memory of their own and copied into
                                     // the pool (it had no blocks to spare while they read)
   std::array<DraftCounts, kDraftSources> drafts{};  // speculative decoding, by DraftSource
+  int64_t n_draft_model_rows = 0;  // rows the draft model computed (its catch-up and guesses)
 };
 
 class Engine {
@@ -337,6 +343,10 @@ class Engine {
   FinishReason sample_token(Request& request, const float* logits);
   // Sets the draft of every running sequence that decodes next (speculative decoding).
   void propose_drafts();
+  // Has the draft model write the guesses of the planned chunks whose draft it is to make.
+  void draft_with_model(const StepPlan& plan);
+  // Loads config.draft_model to run on `threads` (the executor's).
+  Status load_draft_model(const EngineConfig& config, ThreadPool& threads);
   // Cuts `request`'s draft before the first token its grammar refuses.
   void keep_grammatical_draft(Request& request) const;
   // Samples from a decode chunk's n_draft + 1 logit rows in order while the sampled tokens are
@@ -388,6 +398,10 @@ class Engine {
   std::unique_ptr<StepExecutor> executor_;  // reads model_ and kv_: declared after them
   std::unique_ptr<GrammarRegistry> grammars_;
   std::unique_ptr<Speculator> speculator_;  // null when speculation is off
+  std::unique_ptr<GgufFile> draft_file_;    // the draft model's weights
+  // Null without one; reads blocks_, draft_file_ and executor_'s threads.
+  std::unique_ptr<DraftModel> draft_model_;
+  std::vector<DraftJob> draft_jobs_;  // a step's, reused
   bool jump_forward_ = true;
   int32_t n_ctx_ = 0;
   int32_t n_vocab_ = 0;

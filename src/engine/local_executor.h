@@ -22,6 +22,9 @@ class LocalExecutor final : public StepExecutor {
   Status launch(const ForwardBatch& batch) override;
   Status collect(float* logits) override;
   std::vector<StageStats> stage_stats() const override { return {}; }
+  // Its threads, for other work of the same loop between steps (a draft model's passes): one
+  // pool, so that no idle pool's spinning workers take the cores from the other.
+  ThreadPool& threads() { return threads_; }
 
  private:
   const Model& model_;

@@ -8,7 +8,9 @@
 namespace trellis {
 
 BlockPool::BlockPool(int32_t n_blocks)
-    : refcounts_(static_cast<size_t>(n_blocks), 0), tree_refs_(static_cast<size_t>(n_blocks), 0) {
+    : refcounts_(static_cast<size_t>(n_blocks), 0),
+      tree_refs_(static_cast<size_t>(n_blocks), 0),
+      generations_(static_cast<size_t>(n_blocks), 0) {
   assert(n_blocks >= 0);
   free_list_.reserve(static_cast<size_t>(n_blocks));
   for (BlockId id = n_blocks - 1; id >= 0; --id) free_list_.push_back(id);
@@ -28,6 +30,7 @@ void BlockPool::alloc(int32_t n, std::vector<BlockId>& out) {
     const BlockId id = free_list_.back();
     free_list_.pop_back();
     refcounts_[index(id)] = 1;
+    ++generations_[index(id)];
     account(id, 0, 0);
     out.push_back(id);
   }

@@ -82,6 +82,9 @@ class BlockPool {
   // Request references only.
   int32_t request_refs(BlockId id) const { return refcount(id) - tree_refs(id); }
   bool is_free(BlockId id) const { return refcount(id) == 0; }
+  // How many times alloc() has handed `id` out: what a block holds is only known for the
+  // generation it was written in (a draft model's KV, spec/draft_model.h, is tracked this way).
+  uint32_t generation(BlockId id) const { return generations_[index(id)]; }
 
   // Free blocks appear on the free list exactly once with refcount 0; held blocks have
   // refcount > 0 and 0 <= tree_refs <= refcount; the state counts agree with a recount and
@@ -97,6 +100,7 @@ class BlockPool {
 
   std::vector<int32_t> refcounts_;
   std::vector<int32_t> tree_refs_;
+  std::vector<uint32_t> generations_;
   std::vector<BlockId> free_list_;  // a stack: back() is handed out next
   int32_t n_cached_ = 0;
   int32_t n_in_use_ = 0;

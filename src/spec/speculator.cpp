@@ -7,7 +7,8 @@ namespace trellis {
 namespace {
 
 constexpr std::array<DraftSource, kDraftSources> kSources{
-    DraftSource::PREFIX_CACHE, DraftSource::PROMPT_LOOKUP, DraftSource::NGRAM_POOL};
+    DraftSource::PREFIX_CACHE, DraftSource::PROMPT_LOOKUP, DraftSource::NGRAM_POOL,
+    DraftSource::DRAFT_MODEL};
 
 }  // namespace
 
@@ -19,6 +20,8 @@ std::string_view draft_source_name(DraftSource source) {
       return "prompt_lookup";
     case DraftSource::NGRAM_POOL:
       return "ngram_pool";
+    case DraftSource::DRAFT_MODEL:
+      return "draft_model";
   }
   return "?";
 }
@@ -35,7 +38,8 @@ Result<SpeculationConfig> parse_speculation(std::string_view text) {
                                  [&](DraftSource s) { return draft_source_name(s) == name; });
     if (it == kSources.end()) {
       return Error{"unknown speculation source '" + std::string(name) +
-                   "' (expected on, off, or a list of prefix_cache, prompt_lookup, ngram_pool)"};
+                   "' (expected on, off, or a list of prefix_cache, prompt_lookup, ngram_pool, "
+                   "draft_model)"};
     }
     config.sources[static_cast<size_t>(*it)] = true;
     text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
@@ -63,6 +67,9 @@ void Speculator::propose(const RadixTree& tree, std::string_view ns,
       }
       case DraftSource::NGRAM_POOL:
         pool_.draft(tokens, length, draft);
+        break;
+      case DraftSource::DRAFT_MODEL:
+        draft.assign(static_cast<size_t>(length), tokens.back());
         break;
     }
     if (!draft.empty()) {

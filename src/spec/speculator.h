@@ -6,6 +6,8 @@
 //   PROMPT_LOOKUP  what followed the latest earlier occurrence of its last few tokens in its own
 //                  prompt and output (code edits, summaries and grounded answers copy spans)
 //   NGRAM_POOL     what followed its last few tokens in earlier requests (a bounded pool)
+//   DRAFT_MODEL    a smaller model's greedy guesses (spec/draft_model.h): the speculator only
+//                  decides their number, the engine runs the draft model once the step is planned
 //
 // Each source keeps its own acceptance history per sequence (spec/draft_length.h), so a source
 // that keeps missing on a sequence goes quiet there while the others go on. The drafts are only
@@ -16,6 +18,7 @@
 // has its capacity (the n-gram pool allocates as it learns, at the end of a request).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
@@ -31,18 +34,21 @@
 
 namespace trellis {
 
-enum class DraftSource : uint8_t { PREFIX_CACHE, PROMPT_LOOKUP, NGRAM_POOL };
-inline constexpr size_t kDraftSources = 3;
-// "prefix_cache", "prompt_lookup", "ngram_pool": the names of flags and metrics.
+enum class DraftSource : uint8_t { PREFIX_CACHE, PROMPT_LOOKUP, NGRAM_POOL, DRAFT_MODEL };
+inline constexpr size_t kDraftSources = 4;
+// "prefix_cache", "prompt_lookup", "ngram_pool", "draft_model": the names of flags and metrics.
 std::string_view draft_source_name(DraftSource source);
 
 struct SpeculationConfig {
-  std::array<bool, kDraftSources> sources{true, true, true};  // by DraftSource
+  // By DraftSource. The draft model is used only where one is loaded (EngineConfig::draft_model).
+  std::array<bool, kDraftSources> sources{true, true, true, true};
   DraftLengthConfig length;
   PromptLookupConfig lookup;
   NgramPoolConfig pool;
 
-  bool enabled() const { return sources[0] || sources[1] || sources[2]; }
+  bool enabled() const {
+    return std::any_of(sources.begin(), sources.end(), [](bool on) { return on; });
+  }
   bool uses(DraftSource s) const { return sources[static_cast<size_t>(s)]; }
 };
 
@@ -63,7 +69,8 @@ struct SpeculationState {
   DraftSource source = DraftSource::PREFIX_CACHE;
 
   explicit SpeculationState(const DraftLengthConfig& config = {})
-      : lengths{DraftLength(config), DraftLength(config), DraftLength(config)} {}
+      : lengths{DraftLength(config), DraftLength(config), DraftLength(config),
+                DraftLength(config)} {}
 };
 
 class Speculator {
@@ -74,7 +81,8 @@ class Speculator {
   SpeculationState new_state() const { return SpeculationState(config_.length); }
 
   // The draft after `tokens` (a sequence of namespace `ns`, one of `n_decoding` sequences that
-  // decode in the next step), into `draft` (its capacity reused; empty: none).
+  // decode in the next step), into `draft` (its capacity reused; empty: none). From the draft
+  // model, `draft` holds as many placeholders as it is to guess (the last token repeated).
   void propose(const RadixTree& tree, std::string_view ns, std::span<const TokenId> tokens,
                int32_t n_decoding, SpeculationState& state, std::vector<TokenId>& draft);
   // The verification of the last draft: `drafted` tokens proposed, the first `accepted` kept.

@@ -418,6 +418,28 @@ TEST_F(CliTest, TheSamePromptTwiceDraftsTheSecondAnswerFromTheFirst) {
       << bad.output;
 }
 
+// --draft-model: the model's own file drafts its greedy tokens (all kept but those past -n), and
+// the output is that of --spec off; the flag and the source go together.
+TEST_F(CliTest, ADraftModelDraftsAndTheOutputIsThatWithoutSpeculation) {
+  const std::string common = "generate --json -t 2 --temp 0 -n 24 --ignore-eos -B 8 -m " + model_ +
+                             " -p 'one two three four'";
+  const std::string drafted = common + " --spec draft_model --draft-model " + model_;
+  std::vector<nlohmann::json> off = json_lines(stdout_only(common + " --spec off"));
+  std::vector<nlohmann::json> on = json_lines(stdout_only(drafted));
+  ASSERT_EQ(off.size(), 1u);
+  ASSERT_EQ(on.size(), 1u);
+  EXPECT_EQ(on[0]["generated_tokens"], off[0]["generated_tokens"]);
+  EXPECT_GE(on[0]["accepted_draft_tokens"].get<int>(), 16) << on[0].dump();
+  CommandResult alone = run_cli(common + " --spec draft_model");
+  EXPECT_EQ(alone.exit_code, 1);
+  EXPECT_NE(alone.output.find("--spec draft_model needs --draft-model FILE"), std::string::npos)
+      << alone.output;
+  CommandResult unused = run_cli(common + " --spec off --draft-model " + model_);
+  EXPECT_EQ(unused.exit_code, 1);
+  EXPECT_NE(unused.output.find("--draft-model needs --spec on"), std::string::npos)
+      << unused.output;
+}
+
 TEST_F(CliTest, ParallelPromptsGiveTheSequentialOutputsInOrder) {
   const std::string common = "generate --json -t 2 --temp 0 -n 6 -B 8 -m " + model_ +
                              " -p 'one two three four five six seven' -p 'one two three four "

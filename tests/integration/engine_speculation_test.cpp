@@ -1,8 +1,9 @@
 // Speculative decoding through the engine on the tiny synthetic model: decode steps verify drafts
-// from the prefix cache, the request's own tokens and the n-gram pool, and every output is exactly
-// what decoding without speculation gives (tokens, text, finish reason, the logits and logprobs of
-// each token), greedy or sampled with a seed, alone or batched, with the prefix cache on or off.
-// Rejected guesses leave nothing behind: every block returns, the tree holds verified tokens only.
+// from the prefix cache, the request's own tokens, the n-gram pool and a draft model, and every
+// output is exactly what decoding without speculation gives (tokens, text, finish reason, the
+// logits and logprobs of each token), greedy or sampled with a seed, alone or batched, with the
+// prefix cache on or off. Rejected guesses leave nothing behind: every block returns, the tree
+// holds verified tokens only.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -264,17 +265,94 @@ TEST(EngineSpeculationTest, TheNgramPoolDraftsWhatAnEarlierRequestGenerated) {
   expect_no_leak(*engine);
 }
 
+// A draft model alone drafts: the target's own file (it agrees by construction: the kernels are
+// batch-invariant, so its greedy guesses are the target's tokens) and another model of the same
+// vocabulary (it mostly disagrees). Requests in pairs with the same prompt at once: the draft's
+// catch-up over blocks they share runs once. Outputs are always those without speculation.
+class EngineDraftModelTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(EngineDraftModelTest, DraftModelGuessesAreVerifiedAndTheOutputsAreThoseWithoutThem) {
+  const bool cache = GetParam();
+  std::mt19937 rng(23);
+  std::vector<EngineRequest> requests;
+  for (int i = 0; i < 3; ++i) {
+    EngineRequest r = testing::greedy_request(random_tokens(rng, 20 + 7 * i), 30 + 5 * i,
+                                              /*return_logits=*/true);
+    requests.push_back(r);
+    requests.push_back(r);
+  }
+  EngineRequest sampled = requests[0];
+  sampled.sampling.temperature = 0.9f;
+  sampled.sampling.seed = 4;
+  sampled.logprobs = 2;
+  requests.push_back(sampled);
+  std::unique_ptr<Engine> plain = make_engine(config_with(false, cache));
+  std::vector<Output> expected;
+  for (const EngineRequest& r : requests) expected.push_back(run(*plain, r));
+
+  for (const std::string& draft : {testing::tiny_engine_model(), testing::tiny_draft_model()}) {
+    const bool agrees = draft == testing::tiny_engine_model();
+    EngineConfig config = config_with(true, cache);
+    config.speculation.sources = {false, false, false, true};
+    config.draft_model = draft;
+    std::unique_ptr<Engine> engine = make_engine(config);
+    ASSERT_NE(engine, nullptr);
+    std::vector<int64_t> draft_rows;
+    for (int round = 0; round < 2; ++round) {
+      std::vector<RequestHandle> handles;
+      for (const EngineRequest& r : requests) {
+        Result<RequestHandle> h = engine->submit(r);
+        ASSERT_TRUE(h.ok()) << h.error().message;
+        handles.push_back(*h);
+      }
+      for (size_t i = 0; i < handles.size(); ++i) {
+        expect_same(output_of(handles[i].wait()), expected[i],
+                    std::string(agrees ? "self" : "other") + " draft, request " +
+                        std::to_string(i) + ", round " + std::to_string(round));
+      }
+      draft_rows.push_back(engine->stats().n_draft_model_rows);
+    }
+    const DraftCounts c = counts(*engine, DraftSource::DRAFT_MODEL);
+    EXPECT_GT(c.n_drafted, 100);
+    if (agrees) {
+      // All but the greedy guesses past max_tokens and the sampled request's misses.
+      EXPECT_GT(c.n_accepted, c.n_drafted * 8 / 10) << c.n_accepted << " of " << c.n_drafted;
+    } else {
+      EXPECT_LT(c.n_accepted, c.n_drafted / 2) << c.n_accepted << " of " << c.n_drafted;
+    }
+    if (cache) {
+      // The second round's prompts are cached with the draft's KV of them: no catch-up over them.
+      EXPECT_LT(draft_rows[1] - draft_rows[0], draft_rows[0]) << draft_rows[0];
+    }
+    expect_no_leak(*engine);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(CacheOnAndOff, EngineDraftModelTest, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "cache_on" : "cache_off"; });
+
+TEST(EngineSpeculationTest, ADraftModelThatCannotBeLoadedIsAnError) {
+  EngineConfig config = config_with(true, true);
+  config.draft_model = testing::temp_dir() + "/no-such-draft.gguf";
+  Result<std::unique_ptr<Engine>> engine = Engine::create(testing::tiny_engine_model(), config);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.error().message.find("draft model"), std::string::npos)
+      << engine.error().message;
+}
+
 TEST(EngineSpeculationTest, ParsesTheSourcesFlag) {
   Result<SpeculationConfig> off = parse_speculation("off");
   ASSERT_TRUE(off.ok());
   EXPECT_FALSE(off->enabled());
   Result<SpeculationConfig> on = parse_speculation("on");
   ASSERT_TRUE(on.ok());
-  EXPECT_TRUE(on->uses(DraftSource::PREFIX_CACHE) && on->uses(DraftSource::NGRAM_POOL));
+  EXPECT_TRUE(on->uses(DraftSource::PREFIX_CACHE) && on->uses(DraftSource::NGRAM_POOL) &&
+              on->uses(DraftSource::DRAFT_MODEL));
   Result<SpeculationConfig> two = parse_speculation("prompt_lookup,ngram_pool");
   ASSERT_TRUE(two.ok());
   EXPECT_FALSE(two->uses(DraftSource::PREFIX_CACHE));
   EXPECT_TRUE(two->uses(DraftSource::PROMPT_LOOKUP) && two->uses(DraftSource::NGRAM_POOL));
+  EXPECT_FALSE(two->uses(DraftSource::DRAFT_MODEL));
   Result<SpeculationConfig> bad = parse_speculation("tree,lookahead");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("'tree'"), std::string::npos) << bad.error().message;

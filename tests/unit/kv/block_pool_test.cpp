@@ -45,6 +45,22 @@ TEST(BlockPoolTest, ReleasedBlocksAreReusedMostRecentFirst) {
   expect_ok(pool);
 }
 
+TEST(BlockPoolTest, EachAllocationIsANewGenerationOfTheBlock) {
+  BlockPool pool(2);
+  std::vector<BlockId> ids;
+  pool.alloc(1, ids);
+  const uint32_t first = pool.generation(ids[0]);
+  pool.retain(ids[0]);  // another holder: the same contents, the same generation
+  EXPECT_EQ(pool.generation(ids[0]), first);
+  pool.release(ids[0]);
+  pool.release(ids[0]);
+  EXPECT_EQ(pool.generation(ids[0]), first);  // free, not yet handed out again
+  std::vector<BlockId> again;
+  pool.alloc(1, again);
+  ASSERT_EQ(again[0], ids[0]);
+  EXPECT_EQ(pool.generation(again[0]), first + 1);
+}
+
 TEST(BlockPoolTest, CanAllocRejectsNegativeAndTooMany) {
   BlockPool pool(2);
   EXPECT_FALSE(pool.can_alloc(-1));
