@@ -25,7 +25,9 @@ struct DraftLengthConfig {
 
 class DraftLength {
  public:
-  explicit DraftLength(DraftLengthConfig config = {}) : config_(config) {}
+  // `acceptance`: the rate to start from (1: hopeful, a full draft first).
+  explicit DraftLength(DraftLengthConfig config = {}, double acceptance = 1.0)
+      : config_(config), acceptance_(acceptance) {}
 
   // The draft length for the next step, in which `n_decoding` sequences (this one included)
   // decode.

@@ -10,6 +10,9 @@ constexpr std::array<DraftSource, kDraftSources> kSources{
     DraftSource::PREFIX_CACHE, DraftSource::PROMPT_LOOKUP, DraftSource::NGRAM_POOL,
     DraftSource::DRAFT_MODEL};
 
+// Weight of the draft model's history against its newest verification, across sequences.
+constexpr double kPriorDecay = 0.9;
+
 }  // namespace
 
 std::string_view draft_source_name(DraftSource source) {
@@ -79,9 +82,20 @@ void Speculator::propose(const RadixTree& tree, std::string_view ns,
   }
 }
 
+SpeculationState Speculator::new_state() const {
+  SpeculationState state(config_.length);
+  state.lengths[static_cast<size_t>(DraftSource::DRAFT_MODEL)] =
+      DraftLength(config_.length, draft_model_acceptance_);
+  return state;
+}
+
 void Speculator::verified(SpeculationState& state, int32_t drafted, int32_t accepted) {
   const auto source = static_cast<size_t>(state.source);
   state.lengths[source].record(drafted, accepted);
+  if (state.source == DraftSource::DRAFT_MODEL && drafted > 0) {
+    const double rate = static_cast<double>(accepted) / drafted;
+    draft_model_acceptance_ = kPriorDecay * draft_model_acceptance_ + (1 - kPriorDecay) * rate;
+  }
   DraftCounts& counts = counts_[source];
   ++counts.n_drafts;
   counts.n_drafted += drafted;

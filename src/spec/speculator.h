@@ -78,7 +78,10 @@ class Speculator {
   explicit Speculator(SpeculationConfig config) : config_(config), pool_(config.pool) {}
 
   const SpeculationConfig& config() const { return config_; }
-  SpeculationState new_state() const { return SpeculationState(config_.length); }
+  // A new sequence's state: hopeful for every source but the draft model, which starts from its
+  // acceptance on the sequences before (a draft model that disagrees with the model keeps doing
+  // so, and each of its guesses costs a pass).
+  SpeculationState new_state() const;
 
   // The draft after `tokens` (a sequence of namespace `ns`, one of `n_decoding` sequences that
   // decode in the next step), into `draft` (its capacity reused; empty: none). From the draft
@@ -95,6 +98,7 @@ class Speculator {
  private:
   SpeculationConfig config_;
   NgramPool pool_;
+  double draft_model_acceptance_ = 1.0;  // over recent verifications, all sequences
   std::array<DraftCounts, kDraftSources> counts_{};
 };
 
