@@ -196,7 +196,8 @@ TEST(EngineSpeculationTest, StopStringsAndMaxTokensEndWhereTheyWouldWithoutSpecu
 
 // Constrained requests regenerated: the cache's drafts are cut where the grammar refuses a token
 // (none is here: the answer is the grammar's), jump-forward's forced tokens end a verification,
-// and the outputs are those without speculation.
+// a draft model's ungrammatical guesses are rejected, and the outputs are those without
+// speculation.
 TEST(EngineSpeculationTest, ConstrainedOutputsAreThoseWithoutSpeculation) {
   Result<Grammar> parsed = parse_gbnf(R"(
     root ::= "{\"name\":\"" [a-z ]{1,12} "\",\"n\":" [0-9]{1,3} ",\"ok\":" ("true" | "false") "}"
@@ -209,6 +210,7 @@ TEST(EngineSpeculationTest, ConstrainedOutputsAreThoseWithoutSpeculation) {
     plain_config.jump_forward = jump_forward;
     EngineConfig spec_config = config_with(true, true);
     spec_config.jump_forward = jump_forward;
+    spec_config.draft_model = testing::tiny_draft_model();  // where the cache has nothing
     std::unique_ptr<Engine> plain = make_engine(plain_config);
     std::unique_ptr<Engine> engine = make_engine(spec_config);
     for (int i = 0; i < 4; ++i) {
@@ -224,6 +226,7 @@ TEST(EngineSpeculationTest, ConstrainedOutputsAreThoseWithoutSpeculation) {
       expect_same(run(*engine, r), expected, "regenerated");
     }
     EXPECT_GT(counts(*engine, DraftSource::PREFIX_CACHE).n_accepted, 0);
+    EXPECT_GT(counts(*engine, DraftSource::DRAFT_MODEL).n_drafts, 0);
     expect_no_leak(*engine);
   }
 }
@@ -313,7 +316,7 @@ TEST_P(EngineDraftModelTest, DraftModelGuessesAreVerifiedAndTheOutputsAreThoseWi
       draft_rows.push_back(engine->stats().n_draft_model_rows);
     }
     const DraftCounts c = counts(*engine, DraftSource::DRAFT_MODEL);
-    EXPECT_GT(c.n_drafted, 100);
+    EXPECT_GT(c.n_drafted, 40);  // (how many depends on how the batches form)
     if (agrees) {
       // All but the greedy guesses past max_tokens and the sampled request's misses.
       EXPECT_GT(c.n_accepted, c.n_drafted * 8 / 10) << c.n_accepted << " of " << c.n_drafted;
@@ -330,6 +333,37 @@ TEST_P(EngineDraftModelTest, DraftModelGuessesAreVerifiedAndTheOutputsAreThoseWi
 
 INSTANTIATE_TEST_SUITE_P(CacheOnAndOff, EngineDraftModelTest, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "cache_on" : "cache_off"; });
+
+// A pool too small for the batch: sequences are preempted and their blocks evicted and handed out
+// again while the draft model tracks what it computed in them; its guesses stay the target's.
+TEST(EngineSpeculationTest, DraftModelUnderPoolPressureKeepsOutputsAndLeaksNothing) {
+  std::mt19937 rng(29);
+  std::vector<EngineRequest> requests;
+  for (int i = 0; i < 6; ++i)
+    requests.push_back(testing::greedy_request(random_tokens(rng, 30 + 4 * i), 40));
+  EngineConfig plain_config = config_with(false, true);
+  EngineConfig config = config_with(true, true);
+  config.speculation.sources = {false, false, false, true};
+  config.draft_model = testing::tiny_engine_model();
+  config.n_ctx = 96;
+  config.kv_tokens = 96 + 3 * 8;  // about one and a half requests
+  plain_config.n_ctx = 96;
+  std::unique_ptr<Engine> plain = make_engine(plain_config);
+  std::unique_ptr<Engine> engine = make_engine(config);
+  ASSERT_NE(engine, nullptr);
+  std::vector<RequestHandle> handles;
+  for (const EngineRequest& r : requests) {
+    Result<RequestHandle> h = engine->submit(r);
+    ASSERT_TRUE(h.ok()) << h.error().message;
+    handles.push_back(*h);
+  }
+  for (size_t i = 0; i < handles.size(); ++i)
+    expect_same(output_of(handles[i].wait()), run(*plain, requests[i]), std::to_string(i));
+  EXPECT_GT(engine->stats().n_preemptions + engine->stats().n_blocks_evicted, 0);
+  const DraftCounts c = counts(*engine, DraftSource::DRAFT_MODEL);
+  EXPECT_GT(c.n_accepted, c.n_drafted * 8 / 10) << c.n_accepted << " of " << c.n_drafted;
+  expect_no_leak(*engine);
+}
 
 TEST(EngineSpeculationTest, ADraftModelThatCannotBeLoadedIsAnError) {
   EngineConfig config = config_with(true, true);
