@@ -828,10 +828,12 @@ void Engine::collect_oldest() {
   --n_in_flight_;
   logits_.reserve(step.n_output_rows, size_t(n_vocab_));
   for (const ScheduledChunk& c : step.plan.chunks) c.seq->in_flight = false;
+  const Clock::time_point collect_start = Clock::now();
   if (Status collected = executor_->collect(logits_.data()); !collected.ok()) {
     fail(collected.error().message);
     return;
   }
+  if (speculator_ != nullptr) time_decode_step(step.plan, ms_between(collect_start, Clock::now()));
   scheduler_->complete(step.plan);
   // The output rows come chunk by chunk, each chunk's last n_logit_rows() rows in order.
   size_t out = 0;
@@ -847,6 +849,16 @@ void Engine::collect_oldest() {
     else if (c.wants_logits())
       on_logits(request, rows + size_t(n_rows - 1) * size_t(n_vocab_));
   }
+}
+
+void Engine::time_decode_step(const StepPlan& plan, double ms) {
+  // (With depth 1 the forward pass runs in collect(), so this is its time.)
+  int32_t rows = 0;
+  for (const ScheduledChunk& c : plan.chunks) {
+    if (c.n_known() != 1) return;  // a prefill's rows cost differently (longer attention)
+    rows += c.n_tokens;
+  }
+  speculator_->step_took(rows, ms);
 }
 
 void Engine::fail(const std::string& why) {

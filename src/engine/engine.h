@@ -343,6 +343,9 @@ class Engine {
   FinishReason sample_token(Request& request, const float* logits);
   // Sets the draft of every running sequence that decodes next (speculative decoding).
   void propose_drafts();
+  // Tells the speculator what a step of decode tokens and drafts cost (prefill steps are left
+  // out).
+  void time_decode_step(const StepPlan& plan, double ms);
   // Has the draft model write the guesses of the planned chunks whose draft it is to make.
   void draft_with_model(const StepPlan& plan);
   // Loads config.draft_model to run on `threads` (the executor's).

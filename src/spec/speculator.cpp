@@ -56,7 +56,7 @@ void Speculator::propose(const RadixTree& tree, std::string_view ns,
   draft.clear();
   for (DraftSource source : kSources) {
     if (!config_.uses(source)) continue;
-    const int32_t length = state.lengths[static_cast<size_t>(source)].next(n_decoding);
+    const int32_t length = state.lengths[static_cast<size_t>(source)].next(n_decoding, cost_);
     if (length <= 0) continue;
     switch (source) {
       case DraftSource::PREFIX_CACHE:

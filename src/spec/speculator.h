@@ -31,6 +31,7 @@
 #include "spec/draft_length.h"
 #include "spec/ngram_pool.h"
 #include "spec/prompt_lookup.h"
+#include "spec/step_cost.h"
 
 namespace trellis {
 
@@ -92,6 +93,9 @@ class Speculator {
   void verified(SpeculationState& state, int32_t drafted, int32_t accepted);
   // A finished sequence's tokens, for the n-gram pool.
   void learn(std::span<const TokenId> tokens);
+  // A decode step of `rows` rows (drafts included) took `ms`: what rows cost (spec/step_cost.h).
+  void step_took(int32_t rows, double ms) { cost_.record(rows, ms); }
+  const StepCost& step_cost() const { return cost_; }
 
   const std::array<DraftCounts, kDraftSources>& counts() const { return counts_; }
 
@@ -99,6 +103,7 @@ class Speculator {
   SpeculationConfig config_;
   NgramPool pool_;
   double draft_model_acceptance_ = 1.0;  // over recent verifications, all sequences
+  StepCost cost_;
   std::array<DraftCounts, kDraftSources> counts_{};
 };
 

@@ -27,6 +27,9 @@ EngineConfig config_with(bool speculation, bool cache) {
   config.n_ctx = 256;
   config.prefix_cache.enabled = cache;
   if (!speculation) config.speculation.sources.fill(false);
+  // Draft lengths by acceptance and rows alone, not by timings: the tests count drafts (the
+  // batched and draft-model tests turn the step costs back on; their counts are loose).
+  config.speculation.length.weigh_step_cost = false;
   return config;
 }
 
@@ -76,6 +79,26 @@ void expect_same(const Output& a, const Output& b, const std::string& what) {
   }
 }
 
+// Each request run alone on `engine`, one after another.
+std::vector<Output> run_each(Engine& engine, const std::vector<EngineRequest>& requests) {
+  std::vector<Output> outputs;
+  for (const EngineRequest& r : requests) outputs.push_back(run(engine, r));
+  return outputs;
+}
+
+// The requests submitted at once (they share steps), each output compared with `expected`.
+void expect_together(Engine& engine, const std::vector<EngineRequest>& requests,
+                     const std::vector<Output>& expected, const std::string& what) {
+  std::vector<RequestHandle> handles;
+  for (const EngineRequest& r : requests) {
+    Result<RequestHandle> h = engine.submit(r);
+    ASSERT_TRUE(h.ok()) << h.error().message;
+    handles.push_back(*h);
+  }
+  for (size_t i = 0; i < handles.size(); ++i)
+    expect_same(output_of(handles[i].wait()), expected[i], what + ", request " + std::to_string(i));
+}
+
 using testing::expect_no_leak;
 
 DraftCounts counts(const Engine& engine, DraftSource source) {
@@ -121,20 +144,13 @@ TEST_P(EngineSpeculationBatchTest, BatchedOutputsAreThoseOfDecodingWithoutSpecul
     requests.push_back(r);  // the same again, at once and later
   }
   std::unique_ptr<Engine> plain = make_engine(config_with(false, cache));
-  std::vector<Output> expected;
-  for (const EngineRequest& r : requests) expected.push_back(run(*plain, r));
+  const std::vector<Output> expected = run_each(*plain, requests);
 
-  std::unique_ptr<Engine> engine = make_engine(config_with(true, cache));
-  for (int round = 0; round < 2; ++round) {
-    std::vector<RequestHandle> handles;
-    for (const EngineRequest& r : requests) {
-      Result<RequestHandle> h = engine->submit(r);
-      ASSERT_TRUE(h.ok()) << h.error().message;
-      handles.push_back(*h);
-    }
-    for (size_t i = 0; i < handles.size(); ++i)
-      expect_same(output_of(handles[i].wait()), expected[i], "request " + std::to_string(i));
-  }
+  EngineConfig config = config_with(true, cache);
+  config.speculation.length.weigh_step_cost = true;
+  std::unique_ptr<Engine> engine = make_engine(config);
+  for (int round = 0; round < 2; ++round)
+    expect_together(*engine, requests, expected, "round " + std::to_string(round));
   int64_t drafted = 0;
   int64_t accepted = 0;
   for (const DraftCounts& c : engine->stats().drafts) {
@@ -290,29 +306,21 @@ TEST_P(EngineDraftModelTest, DraftModelGuessesAreVerifiedAndTheOutputsAreThoseWi
   sampled.logprobs = 2;
   requests.push_back(sampled);
   std::unique_ptr<Engine> plain = make_engine(config_with(false, cache));
-  std::vector<Output> expected;
-  for (const EngineRequest& r : requests) expected.push_back(run(*plain, r));
+  const std::vector<Output> expected = run_each(*plain, requests);
 
   for (const std::string& draft : {testing::tiny_engine_model(), testing::tiny_draft_model()}) {
     const bool agrees = draft == testing::tiny_engine_model();
     EngineConfig config = config_with(true, cache);
     config.speculation.sources = {false, false, false, true};
+    config.speculation.length.weigh_step_cost = true;
     config.draft_model = draft;
     std::unique_ptr<Engine> engine = make_engine(config);
     ASSERT_NE(engine, nullptr);
     std::vector<int64_t> draft_rows;
     for (int round = 0; round < 2; ++round) {
-      std::vector<RequestHandle> handles;
-      for (const EngineRequest& r : requests) {
-        Result<RequestHandle> h = engine->submit(r);
-        ASSERT_TRUE(h.ok()) << h.error().message;
-        handles.push_back(*h);
-      }
-      for (size_t i = 0; i < handles.size(); ++i) {
-        expect_same(output_of(handles[i].wait()), expected[i],
-                    std::string(agrees ? "self" : "other") + " draft, request " +
-                        std::to_string(i) + ", round " + std::to_string(round));
-      }
+      expect_together(
+          *engine, requests, expected,
+          std::string(agrees ? "self" : "other") + " draft, round " + std::to_string(round));
       draft_rows.push_back(engine->stats().n_draft_model_rows);
     }
     const DraftCounts c = counts(*engine, DraftSource::DRAFT_MODEL);
@@ -351,14 +359,7 @@ TEST(EngineSpeculationTest, DraftModelUnderPoolPressureKeepsOutputsAndLeaksNothi
   std::unique_ptr<Engine> plain = make_engine(plain_config);
   std::unique_ptr<Engine> engine = make_engine(config);
   ASSERT_NE(engine, nullptr);
-  std::vector<RequestHandle> handles;
-  for (const EngineRequest& r : requests) {
-    Result<RequestHandle> h = engine->submit(r);
-    ASSERT_TRUE(h.ok()) << h.error().message;
-    handles.push_back(*h);
-  }
-  for (size_t i = 0; i < handles.size(); ++i)
-    expect_same(output_of(handles[i].wait()), run(*plain, requests[i]), std::to_string(i));
+  expect_together(*engine, requests, run_each(*plain, requests), "under pressure");
   EXPECT_GT(engine->stats().n_preemptions + engine->stats().n_blocks_evicted, 0);
   const DraftCounts c = counts(*engine, DraftSource::DRAFT_MODEL);
   EXPECT_GT(c.n_accepted, c.n_drafted * 8 / 10) << c.n_accepted << " of " << c.n_drafted;

@@ -15,6 +15,7 @@ SpecBenchOptions tiny_options() {
   options.model_path = testing::tiny_engine_model();
   options.engine.n_threads = 2;
   options.engine.block_size = 8;
+  options.engine.speculation.length.weigh_step_cost = false;  // draft counts below, not timings
   options.n_prompt = 24;
   options.n_gen = 33;
   options.reps = 2;
