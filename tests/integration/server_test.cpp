@@ -598,6 +598,31 @@ TEST(ServerTest, SpeculationIsCountedBySourceAndCanBeTurnedOffPerRequest) {
   EXPECT_NE(refused.body.find("speculative"), std::string::npos) << refused.body;
 }
 
+// A server with a draft model (the model's own file, which agrees on every greedy token): a fresh
+// completion is drafted by it, comes out as without speculation, and /metrics counts it under
+// source="draft_model".
+TEST(ServerTest, ADraftModelDraftsFreshCompletionsAndIsCounted) {
+  const json request = greedy_completion("A story nobody asked for before", 24);
+  std::string plain_text;
+  {
+    EngineConfig plain = TestServer::default_engine();
+    plain.speculation.sources.fill(false);
+    TestServer server(ServerConfig{}, plain);
+    plain_text = server.post("/v1/completions", request).json()["choices"][0]["text"];
+  }
+  EngineConfig engine = TestServer::default_engine();
+  engine.speculation.sources = {false, false, false, true};
+  engine.speculation.length.weigh_step_cost = false;  // lengths by acceptance: counts below
+  engine.draft_model = server_tiny_model();
+  TestServer server(ServerConfig{}, engine);
+  const std::string text = server.post("/v1/completions", request).json()["choices"][0]["text"];
+  EXPECT_EQ(text, plain_text);
+  const std::string source = "{source=\"draft_model\"}";
+  EXPECT_GE(server.metric("spec_decode_num_accepted_tokens_total" + source), 16);
+  EXPECT_GE(server.metric("spec_decode_num_draft_tokens_total" + source),
+            server.metric("spec_decode_num_accepted_tokens_total" + source));
+}
+
 TEST(ServerTest, MetricsAddUp) {
   TestServer server;
   int64_t prompt_tokens = 0, cached = 0, generated = 0;
