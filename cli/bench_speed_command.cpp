@@ -63,16 +63,20 @@ void print_batched(const bench::SpeedOptions& options, const bench::SpeedResult&
               static_cast<double>(result.kv_cache_bytes) / (1 << 20));
 }
 
-int run_speed(SpeedArgs& args) {
+int run_speed(SpeedArgs& args, bool spec_given) {
   if (!args.engine.join_pipeline()) return 1;  // other ranks run their stage and exit here
   bench::SpeedOptions& options = args.options;
   if (!resolve_engine(args.engine, options.model_path, options.engine)) return 1;
+  // Plain decode speed unless asked otherwise: the repetitions generate the same answer again,
+  // which speculative decoding would draft from the cache.
+  if (!spec_given) options.engine.speculation.sources.fill(false);
   ProgressPrinter progress;
   const auto start = std::chrono::steady_clock::now();
   Result<bench::SpeedResult> result = bench::run_speed_bench(options, progress.observer());
   if (!result.ok()) return print_error(result.error().message);
-  print_stage_stats(options.engine.pipeline,
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  print_stage_stats(
+      options.engine.pipeline,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   if (!options.batch_sizes.empty()) {
     print_batched(options, *result, args.json, peak_rss_bytes());
     return 0;
@@ -127,7 +131,8 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
                    "together (a list, say 1,2,4,8); aggregate prefill and decode tokens/s")
       ->delimiter(',');
   speed->add_flag("--json", args->json, "Print one JSON object");
-  speed->callback([&exit_code, args] { exit_code = run_speed(*args); });
+  speed->callback(
+      [&exit_code, args, speed] { exit_code = run_speed(*args, speed->count("--spec") > 0); });
   add_bench_phi_command(*bench, exit_code);
   add_bench_workload_command(*bench, exit_code);
   add_bench_server_command(*bench, exit_code);
