@@ -71,38 +71,37 @@ EngineRequest greedy_request(std::vector<TokenId> prompt, int32_t max_tokens, bo
   return r;
 }
 
+namespace {
+
+// Writes the tiny preset (as `arch`, empty: llama) in Q8_0 with `seed` to the temp folder.
+std::string synth_tiny(const std::string& name, const std::string& arch, uint64_t seed) {
+  const std::string p = temp_dir() + "/" + name;
+  ModelPreset preset = *find_model_preset("tiny");
+  if (!arch.empty()) {
+    const Result<ModelPreset> recast = preset_for_arch(preset, arch);
+    EXPECT_TRUE(recast.ok());
+    if (recast.ok()) preset = *recast;
+  }
+  const SynthOptions options{preset, DType::Q8_0, seed, "", p, 2, false};
+  const Status status = synthesize_model(options);
+  EXPECT_TRUE(status.ok()) << status.error().message;
+  return p;
+}
+
+}  // namespace
+
 const std::string& tiny_engine_model() {
-  static const std::string path = [] {
-    const std::string p = temp_dir() + "/engine-tiny.gguf";
-    const SynthOptions options{*find_model_preset("tiny"), DType::Q8_0, 9, "", p, 2, false};
-    const Status status = synthesize_model(options);
-    EXPECT_TRUE(status.ok()) << status.error().message;
-    return p;
-  }();
+  static const std::string path = synth_tiny("engine-tiny.gguf", "", 9);
   return path;
 }
 
 const std::string& tiny_draft_model() {
-  static const std::string path = [] {
-    const std::string p = temp_dir() + "/engine-tiny-draft.gguf";
-    const SynthOptions options{*find_model_preset("tiny"), DType::Q8_0, 10, "", p, 2, false};
-    const Status status = synthesize_model(options);
-    EXPECT_TRUE(status.ok()) << status.error().message;
-    return p;
-  }();
+  static const std::string path = synth_tiny("engine-tiny-draft.gguf", "", 10);
   return path;
 }
 
 const std::string& tiny_moe_engine_model() {
-  static const std::string path = [] {
-    const std::string p = temp_dir() + "/engine-tiny-gpt-oss.gguf";
-    const Result<ModelPreset> preset = preset_for_arch(*find_model_preset("tiny"), "gpt-oss");
-    EXPECT_TRUE(preset.ok());
-    const SynthOptions options{*preset, DType::Q8_0, 9, "", p, 2, false};
-    const Status status = synthesize_model(options);
-    EXPECT_TRUE(status.ok()) << status.error().message;
-    return p;
-  }();
+  static const std::string path = synth_tiny("engine-tiny-gpt-oss.gguf", "gpt-oss", 9);
   return path;
 }
 

@@ -178,6 +178,10 @@ Status Engine::init_from_file(const std::string& model_path, const EngineConfig&
   model_->set_context_length(n_ctx_);
   if (!config.cache_dir.empty()) TRELLIS_TRY(open_disk_tier(model_path, config));
   const int32_t max_rows = config.scheduler.max_batch_tokens;
+  const bool wants_draft_model =
+      !config.draft_model.empty() && config.speculation.uses(DraftSource::DRAFT_MODEL);
+  if (wants_draft_model && pipeline != nullptr)
+    return Error{"a draft model needs the whole model in this process, not a pipeline"};
   if (pipeline != nullptr) {
     Result<std::unique_ptr<PipelineExecutor>> executor =
         PipelineExecutor::create(*pipeline, *model_, *kv_, max_rows, n_ctx_, config.n_threads);
@@ -185,13 +189,8 @@ Status Engine::init_from_file(const std::string& model_path, const EngineConfig&
     executor_ = std::move(executor).value();
   } else {
     auto local = std::make_unique<LocalExecutor>(*model_, *kv_, max_rows, n_ctx_, config.n_threads);
-    if (!config.draft_model.empty() && config.speculation.uses(DraftSource::DRAFT_MODEL))
-      TRELLIS_TRY(load_draft_model(config, local->threads()));
+    if (wants_draft_model) TRELLIS_TRY(load_draft_model(config, local->threads()));
     executor_ = std::move(local);
-  }
-  if (!config.draft_model.empty() && draft_model_ == nullptr &&
-      config.speculation.uses(DraftSource::DRAFT_MODEL)) {
-    return Error{"a draft model needs the whole model in this process, not a pipeline"};
   }
   return init_loop(config);
 }
