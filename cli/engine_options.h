@@ -16,6 +16,8 @@ struct EngineOptions {
   int32_t n_ctx = 0;
   int32_t block_size = 32;
   std::string kv_type = "f16";
+  std::string kv_type_k;  // empty: --kv-type
+  std::string kv_type_v;
   int32_t batch_tokens = 256;
   std::string prefix_cache = "on";
   std::string spec = "on";

@@ -43,7 +43,8 @@ class MpiPipeline final : public Pipeline {
   Status begin_engine(const PipelineSetup& setup) override {
     if (!failure_.empty()) return Error{failure_};
     broadcast({static_cast<int32_t>(StageCommand::SETUP), setup.n_blocks, setup.block_size,
-               static_cast<int32_t>(setup.kv_type), setup.max_rows, setup.n_ctx});
+               static_cast<int32_t>(setup.kv_types.key), static_cast<int32_t>(setup.kv_types.value),
+               setup.max_rows, setup.n_ctx});
     return {};
   }
 

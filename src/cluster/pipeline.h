@@ -23,7 +23,7 @@ namespace trellis {
 struct PipelineSetup {
   int32_t n_blocks = 0;
   int32_t block_size = 0;
-  KvType kv_type = KvType::F16;
+  KvTypes kv_types;
   int32_t max_rows = 0;  // rows of the largest step
   int32_t n_ctx = 0;
 };

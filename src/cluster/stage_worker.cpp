@@ -18,6 +18,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Whether a setup message's word names a KvType.
+bool is_kv_type(int32_t word) {
+  return word >= static_cast<int32_t>(KvType::F16) && word <= static_cast<int32_t>(KvType::Q4_0);
+}
+
 std::vector<int32_t> as_words(const std::vector<uint8_t>& bytes) {
   std::vector<int32_t> words(bytes.size() / sizeof(int32_t));
   std::memcpy(words.data(), bytes.data(), words.size() * sizeof(int32_t));
@@ -86,17 +91,19 @@ class StageWorker {
 
  private:
   Status setup(std::span<const int32_t> args) {
-    if (args.size() != 5 || args[0] < 2 || args[1] < 1 || args[3] < 1) {
+    // n_blocks, block_size, key type, value type, max_rows, n_ctx
+    if (args.size() != 6 || args[0] < 2 || args[1] < 1 || !is_kv_type(args[2]) ||
+        !is_kv_type(args[3]) || args[4] < 1) {
       return Error{"malformed setup message"};
     }
-    const KvType type = args[2] == static_cast<int32_t>(KvType::F32) ? KvType::F32 : KvType::F16;
+    const KvTypes types{static_cast<KvType>(args[2]), static_cast<KvType>(args[3])};
     engine_.reset();
-    Result<KvStorage> kv = KvStorage::create(model_->kv_layout(args[1], type), args[0]);
+    Result<KvStorage> kv = KvStorage::create(model_->kv_layout(args[1], types), args[0]);
     if (!kv.ok()) return kv.error();
-    engine_ = std::make_unique<StageEngine>(std::move(kv).value(), model_->hparams(), args[3]);
+    engine_ = std::make_unique<StageEngine>(std::move(kv).value(), model_->hparams(), args[4]);
     engine_->ws.attention_scratch.reserve(pool_.size(), engine_->kv.layout(),
-                                          model_->hparams().n_head, args[4]);
-    model_->set_context_length(args[4]);
+                                          model_->hparams().n_head, args[5]);
+    model_->set_context_length(args[5]);
     return {};
   }
 

@@ -22,7 +22,7 @@ Result<std::unique_ptr<DiskPrefixTier>> DiskPrefixTier::open(const DiskPrefixCon
   tc.budget_bytes = config.budget_bytes;
   tc.identity.model_sha256 = *sha;
   tc.identity.architecture = config.architecture;
-  tc.identity.kv_type = layout.type == KvType::F16 ? "f16" : "f32";
+  tc.identity.kv_type = kv_types_name(layout.types);
   tc.identity.block_size = layout.block_size;
   tc.identity.block_bytes = layout.bytes_per_block();
   tc.log = config.log;

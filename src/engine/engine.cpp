@@ -170,7 +170,7 @@ Status Engine::init_from_file(const std::string& model_path, const EngineConfig&
   model_ = std::move(loaded->model);
   tokenizer_ = std::move(loaded->tokenizer);
   Result<KvRuntime> runtime =
-      create_kv_runtime(*model_, config.block_size, config.kv_type, config.n_ctx, config.kv_bytes,
+      create_kv_runtime(*model_, config.block_size, config.kv_types, config.n_ctx, config.kv_bytes,
                         config.kv_tokens, config.prefix_cache);
   if (!runtime.ok()) return runtime.error();
   adopt_kv(std::move(runtime).value());
@@ -204,7 +204,7 @@ Status Engine::init_from_backend(EngineBackend backend, const EngineConfig& conf
   tokenizer_ = std::move(backend.tokenizer);
   KvLayout layout = backend.kv_layout;
   layout.block_size = config.block_size;
-  layout.type = config.kv_type;
+  layout.types = config.kv_types;
   Result<KvRuntime> runtime =
       create_kv_runtime(layout, layout.n_layer, backend.n_ctx, config.kv_bytes, config.kv_tokens,
                         config.prefix_cache);
@@ -222,7 +222,7 @@ Status Engine::load_draft_model(const EngineConfig& config, ThreadPool& threads)
   TRELLIS_TRY(check_same_vocab(*loaded->tokenizer, *tokenizer_));
   DraftModelShape shape;
   shape.block_size = config.block_size;
-  shape.kv_type = config.kv_type;
+  shape.kv_types = config.kv_types;
   shape.n_ctx = n_ctx_;
   shape.max_rows = config.scheduler.max_batch_tokens;
   shape.max_seqs = config.scheduler.max_seqs;

@@ -51,7 +51,7 @@ namespace trellis {
 struct EngineConfig {
   int n_threads = 0;        // 0: all cores
   int32_t block_size = 32;  // KV tokens per block
-  KvType kv_type = KvType::F16;
+  KvTypes kv_types;  // of keys and of values
   int32_t n_ctx = 0;  // tokens per sequence; 0: the model's training context
   // The pool: a memory budget in bytes, else a token count, else (both 0) four contexts. A pool
   // smaller than one context plus a block shortens the context so that one request always fits.

@@ -50,13 +50,13 @@ Result<KvPoolSize> size_kv_pool(const KvLayout& layout, int32_t n_ctx, int64_t k
   return KvPoolSize{*n_blocks, std::min(n_ctx, (*n_blocks - 1) * B)};
 }
 
-Result<KvRuntime> create_kv_runtime(const Model& model, int32_t block_size, KvType kv_type,
+Result<KvRuntime> create_kv_runtime(const Model& model, int32_t block_size, KvTypes kv_types,
                                     int32_t n_ctx, int64_t kv_bytes, int64_t kv_tokens,
                                     const PrefixCacheConfig& prefix_cache) {
   if (n_ctx <= 0) n_ctx = static_cast<int32_t>(model.hparams().n_ctx_train);
   // A pool's budget covers every layer, wherever they are held: the blocks are counted for the
   // whole model, and a pipeline stage stores its layers' share of each.
-  return create_kv_runtime(model.kv_layout(block_size, kv_type), model.hparams().n_layer, n_ctx,
+  return create_kv_runtime(model.kv_layout(block_size, kv_types), model.hparams().n_layer, n_ctx,
                            kv_bytes, kv_tokens, prefix_cache);
 }
 

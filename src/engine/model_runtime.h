@@ -51,7 +51,7 @@ struct KvRuntime {
 };
 
 // Sizes and allocates the KV runtime for `model`; n_ctx 0 means the model's training context.
-Result<KvRuntime> create_kv_runtime(const Model& model, int32_t block_size, KvType kv_type,
+Result<KvRuntime> create_kv_runtime(const Model& model, int32_t block_size, KvTypes kv_types,
                                     int32_t n_ctx, int64_t kv_bytes, int64_t kv_tokens,
                                     const PrefixCacheConfig& prefix_cache);
 // The same for blocks of `layout` (this process's layers), the budget counting n_layer_total

@@ -23,7 +23,7 @@ Result<std::unique_ptr<PipelineExecutor>> PipelineExecutor::create(Pipeline& pip
   executor->block_copies_.reserve(static_cast<size_t>(max_rows) * 2);
   kv.log_copies_to(&executor->block_copies_);
   TRELLIS_TRY(pipeline.begin_engine(
-      PipelineSetup{kv.n_blocks(), kv.layout().block_size, kv.layout().type, max_rows, n_ctx}));
+      PipelineSetup{kv.n_blocks(), kv.layout().block_size, kv.layout().types, max_rows, n_ctx}));
   return executor;
 }
 

@@ -5,38 +5,13 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/kv_codec.h"
 #include "kernels/matmul_internal.h"
-#include "quant/half.h"
 
 namespace trellis {
 namespace {
 
 constexpr int64_t kMinParallelWork = 1 << 15;  // multiply-adds below which one thread is faster
-
-// Reads element `i` of a run of f16 or f32 values.
-inline float load(const uint8_t* run, int64_t i, KvType type) {
-  if (type == KvType::F32) {
-    float v;
-    std::memcpy(&v, run + i * 4, 4);
-    return v;
-  }
-  uint16_t h;
-  std::memcpy(&h, run + i * 2, 2);
-  return f16_to_f32(h);
-}
-
-// Stores n values at the start of a run, as f16 or f32. The type is tested once, outside the
-// loop, so that the conversion loop vectorizes (f32_to_f16 has no branches).
-void store_run(uint8_t* run, const float* x, int64_t n, KvType type) {
-  if (type == KvType::F32) {
-    std::memcpy(run, x, static_cast<size_t>(n) * 4);
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    const uint16_t h = f32_to_f16(x[i]);
-    std::memcpy(run + i * 2, &h, 2);
-  }
-}
 
 }  // namespace
 
@@ -50,18 +25,20 @@ void attend_head_scalar(const KvStorage& kv, int64_t layer, int64_t kv_head,
   const KvLayout& layout = kv.layout();
   const int64_t head_dim = layout.head_dim;
   const int32_t block_size = layout.block_size;
-  const size_t elem = layout.element_bytes();
   const int64_t first = row.first_position;
   const int64_t n_pos = static_cast<int64_t>(row.position) + 1;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  float* decoded = scores + (n_pos - first);  // one key or value row as f32
 
   float max_score = sink;
   for (int64_t j = first; j < n_pos; ++j) {
     const int32_t block = row.block_table[j / block_size];
-    const uint8_t* k = kv.keys(block, layer, kv_head) +
-                       static_cast<size_t>(j % block_size) * static_cast<size_t>(head_dim) * elem;
+    kv_decode_row(layout.types.key,
+                  kv.keys(block, layer, kv_head) +
+                      static_cast<size_t>(j % block_size) * layout.key_row_bytes(),
+                  decoded, head_dim);
     float dot = 0.0f;
-    for (int64_t d = 0; d < head_dim; ++d) dot += q[d] * load(k, d, layout.type);
+    for (int64_t d = 0; d < head_dim; ++d) dot += q[d] * decoded[d];
     scores[j - first] = dot * scale;
     max_score = std::max(max_score, scores[j - first]);
   }
@@ -74,10 +51,12 @@ void attend_head_scalar(const KvStorage& kv, int64_t layer, int64_t kv_head,
   std::fill(out, out + head_dim, 0.0f);
   for (int64_t j = first; j < n_pos; ++j) {
     const int32_t block = row.block_table[j / block_size];
-    const uint8_t* v = kv.values(block, layer, kv_head) +
-                       static_cast<size_t>(j % block_size) * static_cast<size_t>(head_dim) * elem;
+    kv_decode_row(layout.types.value,
+                  kv.values(block, layer, kv_head) +
+                      static_cast<size_t>(j % block_size) * layout.value_row_bytes(),
+                  decoded, head_dim);
     const float p = scores[j - first] * inv_sum;
-    for (int64_t d = 0; d < head_dim; ++d) out[d] += p * load(v, d, layout.type);
+    for (int64_t d = 0; d < head_dim; ++d) out[d] += p * decoded[d];
   }
 }
 
@@ -98,10 +77,10 @@ float* AttentionScratch::scores(int thread, int64_t n) {
 
 void AttentionScratch::reserve(int n_threads, const KvLayout& layout, int64_t n_head,
                                int64_t n_ctx) {
-  // The larger of what the per-head and the per-group kernels ask for (paged_attention).
+  // What the per-group kernels ask for, which covers the per-head ones (paged_attention).
   const AttentionRow last{static_cast<int32_t>(n_ctx - 1), nullptr};
-  const int64_t n = std::max(
-      n_ctx, kernels_detail::attend_group_scratch_floats(layout, n_head / layout.n_kv_heads, last));
+  const int64_t n =
+      kernels_detail::attend_group_scratch_floats(layout, n_head / layout.n_kv_heads, last);
   for (int t = 0; t < n_threads; ++t) scores(t, n);
 }
 
@@ -109,14 +88,12 @@ void kv_write(KvStorage& kv, int64_t layer, const AttentionRow& row, const float
               const float* v) {
   const KvLayout& layout = kv.layout();
   const int32_t block = row.block_table[row.position / layout.block_size];
-  const int64_t slot = row.position % layout.block_size;
-  const size_t elem = layout.element_bytes();
+  const auto slot = static_cast<size_t>(row.position % layout.block_size);
   for (int64_t h = 0; h < layout.n_kv_heads; ++h) {
-    uint8_t* k_run = kv.keys(block, layer, h) + static_cast<size_t>(slot * layout.head_dim) * elem;
-    uint8_t* v_run =
-        kv.values(block, layer, h) + static_cast<size_t>(slot * layout.head_dim) * elem;
-    store_run(k_run, k + h * layout.head_dim, layout.head_dim, layout.type);
-    store_run(v_run, v + h * layout.head_dim, layout.head_dim, layout.type);
+    kv_encode_row(layout.types.key, k + h * layout.head_dim,
+                  kv.keys(block, layer, h) + slot * layout.key_row_bytes(), layout.head_dim);
+    kv_encode_row(layout.types.value, v + h * layout.head_dim,
+                  kv.values(block, layer, h) + slot * layout.value_row_bytes(), layout.head_dim);
   }
 }
 
@@ -149,10 +126,8 @@ void paged_attention(KernelIsa isa, const KvStorage& kv, int64_t layer, const At
   kernels_detail::AttendGroupKernel attend_group = nullptr;
   if (attend == table.attend_head && group > 1) attend_group = table.attend_group;
   const int64_t heads_per_item = attend_group != nullptr ? group : 1;
-  const int64_t scratch_floats = attend_group != nullptr
-                                     ? kernels_detail::attend_group_scratch_floats(
-                                           kv.layout(), group, AttentionRow{max_position, nullptr})
-                                     : max_position + 1;
+  const int64_t scratch_floats = kernels_detail::attend_group_scratch_floats(
+      kv.layout(), heads_per_item, AttentionRow{max_position, nullptr});
   // Reserve every thread's buffer before the parallel region (no allocation inside it).
   for (int t = 0; t < pool.size(); ++t) scratch.scores(t, scratch_floats);
   auto task = [&](int thread, int64_t begin, int64_t end) {

@@ -130,7 +130,8 @@ using RowKernel = void (*)(const MatmulArgs& args, int64_t row_begin, int64_t ro
 using ActQuantizer = void (*)(const float* x, void* out, int64_t n_in);
 
 // Paged attention for one (query row, head) pair (see kernels/attention.h for the math); `scores`
-// holds at least row.position + 1 floats. `sink`: the head's sink logit, -infinity for none (the
+// holds attend_group_scratch_floats(kv.layout(), 1, row) floats (the scores, and room to decode
+// keys and values). `sink`: the head's sink logit, -infinity for none (the
 // max starts from it and the denominator from exp(sink - max), so no sink changes no bit).
 using AttendHeadKernel = void (*)(const KvStorage& kv, int64_t layer, int64_t kv_head,
                                   const AttentionRow& row, const float* q, float* out,

@@ -1,10 +1,13 @@
 // Memory for keys and values, addressed by block id. A block holds `block_size` consecutive token
 // positions of one sequence, for every layer:
 //
-//   block b:  layer 0: K [kv_head][slot][head_dim]  V [kv_head][slot][head_dim]
-//             layer 1: K ...                         V ...
+//   block b:  layer 0: K [kv_head][slot][key row]  V [kv_head][slot][value row]
+//             layer 1: K ...                        V ...
 //
-// Keeping one head's slots contiguous lets attention stream a head's keys without striding.
+// A row is one head's head_dim elements of one position, in the keys' or the values' type (they
+// may differ): f16 or f32 elements, or q8_0 / q4_0 blocks of 32 elements (the GGUF block layouts:
+// an f16 scale, then 32 int8 codes or 16 bytes of 4-bit codes), so a quantized row is head_dim / 32
+// blocks. Keeping one head's slots contiguous lets attention stream a head's keys without striding.
 // KvStorage knows nothing of who owns a block: the block pool and block tables decide that.
 #pragma once
 
@@ -12,13 +15,32 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "base/result.h"
 
 namespace trellis {
 
-enum class KvType { F16, F32 };
+enum class KvType { F16, F32, Q8_0, Q4_0 };
+
+// "f16", "f32", "q8_0", "q4_0"; and back (false for any other name).
+const char* kv_type_name(KvType type);
+bool parse_kv_type(const std::string& name, KvType* type);
+// Elements per quantization block: 32 for q8_0 and q4_0, 1 for the float types.
+int64_t kv_type_block_elements(KvType type);
+// Bytes of a row of n elements (n a multiple of kv_type_block_elements(type)).
+size_t kv_row_bytes(KvType type, int64_t n);
+
+// The element types of keys and of values (as llama.cpp's --cache-type-k and -v, they may differ).
+struct KvTypes {
+  KvType key = KvType::F16;
+  KvType value = KvType::F16;
+  static KvTypes both(KvType type) { return {type, type}; }
+  bool operator==(const KvTypes&) const = default;
+};
+// "q8_0" when both are the same type, "K q8_0, V f16" otherwise.
+std::string kv_types_name(const KvTypes& types);
 
 // One copy-on-write copy: slots [0, n_slots) of block src into block dst.
 struct BlockCopy {
@@ -32,19 +54,21 @@ struct KvLayout {
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
   int32_t block_size = 32;  // token positions per block
-  KvType type = KvType::F16;
+  KvTypes types = {};
 
-  size_t element_bytes() const { return type == KvType::F16 ? 2 : 4; }
-  // K and V of all layers for one token position: 2 x n_layer x n_kv_heads x head_dim elements.
+  size_t key_row_bytes() const { return kv_row_bytes(types.key, head_dim); }
+  size_t value_row_bytes() const { return kv_row_bytes(types.value, head_dim); }
+  // K and V of all layers for one token position: n_layer x n_kv_heads rows of each.
   size_t bytes_per_token() const {
-    return 2 * static_cast<size_t>(n_layer * n_kv_heads * head_dim) * element_bytes();
+    return static_cast<size_t>(n_layer * n_kv_heads) * (key_row_bytes() + value_row_bytes());
   }
   size_t bytes_per_block() const { return bytes_per_token() * static_cast<size_t>(block_size); }
 };
 
 class KvStorage {
  public:
-  // Allocates n_blocks blocks up front; fails cleanly when the memory is not available.
+  // Allocates n_blocks blocks up front; fails cleanly when the memory is not available, or when a
+  // quantized type's blocks do not tile a head (head_dim not a multiple of 32).
   static Result<KvStorage> create(const KvLayout& layout, int32_t n_blocks);
 
   const KvLayout& layout() const { return layout_; }
@@ -82,7 +106,8 @@ class KvStorage {
 
   KvLayout layout_;
   int32_t n_blocks_ = 0;
-  size_t head_run_bytes_ = 0;  // block_size x head_dim elements
+  size_t key_run_bytes_ = 0;    // block_size key rows
+  size_t value_run_bytes_ = 0;  // block_size value rows
   struct FreeBytes {
     void operator()(uint8_t* p) const { std::free(p); }
   };

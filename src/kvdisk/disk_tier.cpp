@@ -60,6 +60,18 @@ bool key_from_name(const std::string& name, BlockKey& key) {
   return true;
 }
 
+// The value of "key=value" in a tier's identity file (TierIdentity::describe); empty if absent.
+std::string identity_field(const fs::path& file, const std::string& key) {
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.size() > key.size() && line.compare(0, key.size(), key) == 0 &&
+        line[key.size()] == '=')
+      return line.substr(key.size() + 1);
+  }
+  return "";
+}
+
 int64_t mtime_ns(const struct stat& st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
@@ -106,8 +118,17 @@ Status DiskTier::init(DiskTierConfig config) {
   int n_foreign = 0;
   for (const auto& entry : fs::directory_iterator(config_.dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (entry.is_directory() && name.rfind("tier-", 0) == 0 && name != id.directory_name())
+    if (!entry.is_directory() || name.rfind("tier-", 0) != 0 || name == id.directory_name())
+      continue;
+    // A tier of this model in another KV type is named: the user may have meant to use it.
+    const std::string its_type = identity_field(entry.path() / "identity", "kv_type");
+    if (identity_field(entry.path() / "identity", "model_sha256") == id.model_sha256 &&
+        !its_type.empty() && its_type != id.kv_type) {
+      log("cache dir " + config_.dir + ": a tier of this model written with KV type " + its_type +
+          " is not used: this run's KV type is " + id.kv_type);
+    } else {
       ++n_foreign;
+    }
   }
   if (n_foreign > 0) {
     log("cache dir " + config_.dir + ": ignoring " + std::to_string(n_foreign) +

@@ -15,9 +15,9 @@ namespace trellis {
 struct TierIdentity {
   std::string model_sha256;  // SHA-256 of the model file, hex
   std::string architecture;  // general.architecture
-  std::string kv_type;       // "f16" or "f32"
+  std::string kv_type;       // kv_types_name(): "f16", "q8_0", "K q8_0, V f16", ...
   int32_t block_size = 0;    // tokens per block
-  uint64_t block_bytes = 0;  // K/V bytes per block (layers x heads x head size x B x element)
+  uint64_t block_bytes = 0;  // K/V bytes per block (layers x heads x B x (key + value row))
 
   // One "key=value" line per field, the format version included.
   std::string describe() const;

@@ -294,8 +294,8 @@ void Model::pack_weights(const GgufFile& file) {
   }
 }
 
-KvLayout Model::kv_layout(int32_t block_size, KvType type) const {
-  return KvLayout{range_.size(), hp_.n_head_kv, hp_.head_dim(), block_size, type};
+KvLayout Model::kv_layout(int32_t block_size, KvTypes types) const {
+  return KvLayout{range_.size(), hp_.n_head_kv, hp_.head_dim(), block_size, types};
 }
 
 Status Model::validate_batch(const ForwardBatch& batch, const KvStorage& kv,

@@ -75,8 +75,8 @@ class Model {
   const ModelHParams& hparams() const { return hp_; }
   const Architecture& architecture() const { return *arch_; }
   const LayerRange& layer_range() const { return range_; }
-  // The KV layout of the layers this model holds, for a given block size and element type.
-  KvLayout kv_layout(int32_t block_size, KvType type) const;
+  // The KV layout of the layers this model holds, for a given block size and element types.
+  KvLayout kv_layout(int32_t block_size, KvTypes types) const;
 
   // Runs the batch, writing each row's K/V (of the layers held) into the cache. The first stage
   // (a whole model is one) embeds the batch's tokens into ws.x; a later stage finds the previous

@@ -38,7 +38,7 @@ Result<std::unique_ptr<DraftModel>> DraftModel::create(std::unique_ptr<Model> mo
                                                        const DraftModelShape& shape) {
   assert(model != nullptr && shape.max_rows > 0 && shape.max_seqs > 0);
   Result<KvStorage> kv =
-      KvStorage::create(model->kv_layout(shape.block_size, shape.kv_type), blocks.n_total());
+      KvStorage::create(model->kv_layout(shape.block_size, shape.kv_types), blocks.n_total());
   if (!kv.ok()) return Error{"the draft model's KV: " + kv.error().message};
   model->set_context_length(shape.n_ctx);
   return std::unique_ptr<DraftModel>(

@@ -40,7 +40,7 @@ Status check_same_vocab(const Tokenizer& draft, const Tokenizer& target);
 
 struct DraftModelShape {
   int32_t block_size = 32;
-  KvType kv_type = KvType::F16;
+  KvTypes kv_types;
   int32_t n_ctx = 0;     // the longest sequence
   int32_t max_rows = 0;  // rows per pass (the catch-up is chunked to it)
   int32_t max_seqs = 0;  // sequences drafting in one step

@@ -144,7 +144,7 @@ std::unique_ptr<Engine> load(const ArchCase& c, bool cache) {
   EngineConfig config;
   config.n_threads = 2;
   config.n_ctx = 256;
-  config.kv_type = KvType::F32;  // as the reference ran
+  config.kv_types = KvTypes::both(KvType::F32);  // as the reference ran
   config.block_size = 16;
   config.scheduler.max_batch_tokens = 48;  // the longer prompts run in several chunks
   config.scheduler.max_seqs = 8;

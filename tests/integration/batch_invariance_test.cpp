@@ -22,7 +22,9 @@ struct Harness {
   std::unique_ptr<Model> model;
   int64_t n_vocab = 0;
 
-  explicit Harness(DType type) {
+  KvTypes kv_types;
+
+  explicit Harness(DType type, KvTypes kv = {}) : kv_types(kv) {
     std::string path =
         testing::temp_dir() + "/invariance-" + std::string(dtype_name(type)) + ".gguf";
     SynthOptions options{*find_model_preset("tiny"), type, 11, "", path, 2, false};
@@ -47,7 +49,7 @@ struct Harness {
   std::vector<std::vector<float>> run(const std::vector<std::vector<TokenId>>& prompts,
                                       const std::vector<std::vector<Chunk>>& batches, int threads) {
     KvStorage kv =
-        std::move(KvStorage::create(model->kv_layout(kBlockSize, KvType::F16),
+        std::move(KvStorage::create(model->kv_layout(kBlockSize, kv_types),
                                     kBlocksPerSequence * static_cast<int32_t>(prompts.size()))
                       .value());
     Workspace ws(model->hparams(), 64);
@@ -93,10 +95,13 @@ std::vector<TokenId> pseudo_random_tokens(int n, uint32_t seed, int64_t n_vocab)
   return out;
 }
 
-class BatchInvariance : public ::testing::TestWithParam<DType> {};
+// Weight type and KV types.
+using InvarianceCase = std::pair<DType, KvTypes>;
+
+class BatchInvariance : public ::testing::TestWithParam<InvarianceCase> {};
 
 TEST_P(BatchInvariance, LogitsDoNotDependOnBatchCompositionOrThreads) {
-  Harness h(GetParam());
+  Harness h(GetParam().first, GetParam().second);
   ASSERT_NE(h.model, nullptr);
   const std::vector<std::vector<TokenId>> prompts = {pseudo_random_tokens(40, 1, h.n_vocab),
                                                      pseudo_random_tokens(25, 2, h.n_vocab)};
@@ -141,8 +146,7 @@ TEST(SharedPrefixBlocks, ReadingAnotherSequencesBlocksChangesNothing) {
   // B alone, in blocks of its own.
   auto alone = h.run({b}, {{{0, 0, static_cast<int32_t>(b.size())}}}, 1);
 
-  KvStorage kv =
-      std::move(KvStorage::create(h.model->kv_layout(kBlockSize, KvType::F16), 8).value());
+  KvStorage kv = std::move(KvStorage::create(h.model->kv_layout(kBlockSize, KvTypes{}), 8).value());
   Workspace ws(h.model->hparams(), 64);
   ThreadPool pool(2);
   // A fills blocks 0..2; B's table starts with A's blocks 0 and 1, then its own block 5.
@@ -161,12 +165,24 @@ TEST(SharedPrefixBlocks, ReadingAnotherSequencesBlocksChangesNothing) {
   EXPECT_EQ(std::memcmp(logits.data(), expected, logits.size() * sizeof(float)), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllSynthTypes, BatchInvariance,
-                         ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0,
-                                           DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1),
-                         [](const ::testing::TestParamInfo<DType>& info) {
-                           return std::string(dtype_name(info.param));
-                         });
+// Every weight type with f16 KV, and the quantized KV types (keys and values alike and mixed).
+INSTANTIATE_TEST_SUITE_P(
+    AllSynthTypes, BatchInvariance,
+    ::testing::Values(InvarianceCase{DType::F32, {}}, InvarianceCase{DType::F16, {}},
+                      InvarianceCase{DType::BF16, {}}, InvarianceCase{DType::Q8_0, {}},
+                      InvarianceCase{DType::Q4_0, {}}, InvarianceCase{DType::Q4_1, {}},
+                      InvarianceCase{DType::Q5_0, {}}, InvarianceCase{DType::Q5_1, {}},
+                      InvarianceCase{DType::Q4_0, KvTypes::both(KvType::Q8_0)},
+                      InvarianceCase{DType::Q4_0, KvTypes::both(KvType::Q4_0)},
+                      InvarianceCase{DType::Q8_0, KvTypes{KvType::Q8_0, KvType::Q4_0}}),
+    [](const ::testing::TestParamInfo<InvarianceCase>& info) {
+      std::string name(dtype_name(info.param.first));
+      if (info.param.second != KvTypes{}) {
+        name += std::string("_kv_") + kv_type_name(info.param.second.key) + "_" +
+                kv_type_name(info.param.second.value);
+      }
+      return name;
+    });
 
 }  // namespace
 }  // namespace trellis

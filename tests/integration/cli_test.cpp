@@ -320,6 +320,11 @@ TEST_F(CliTest, LaterPromptsReuseTheCachedPrefixWithIdenticalOutputs) {
   EXPECT_NE(bad_mode.output.find("--match must be token or block"), std::string::npos);
   CommandResult bad_switch = run_cli(common + " --prefix-cache maybe");
   EXPECT_EQ(bad_switch.exit_code, 1);
+  CommandResult bad_kv_type = run_cli(common + " --kv-type-v q4_1");
+  EXPECT_EQ(bad_kv_type.exit_code, 1);
+  EXPECT_NE(bad_kv_type.output.find("--kv-type-v must be f16, q8_0, q4_0 or f32, not 'q4_1'"),
+            std::string::npos)
+      << bad_kv_type.output;
   CommandResult small_pool = run_cli(common + " --kv-tokens 16");
   EXPECT_EQ(small_pool.exit_code, 1);
   EXPECT_NE(small_pool.output.find("too small"), std::string::npos) << small_pool.output;

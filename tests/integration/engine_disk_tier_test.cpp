@@ -381,6 +381,46 @@ TEST(EngineDiskTierTest, ATierOfAnotherBlockSizeIsIgnoredWithOneLogLine) {
   for (const Tokens& p : ps) EXPECT_EQ(engine->run(greedy(p))->stats.n_disk_cached_tokens, 0);
 }
 
+TEST(EngineDiskTierTest, AQuantizedTierIsExactAndATierOfAnotherKvTypeIsNotUsed) {
+  // q8_0 blocks go to disk and come back bit for bit (a restarted q8_0 engine gives the first
+  // run's logits from disk); an f16 engine on the same directory does not read them (records are
+  // bound to the tier's identity, KV type included) and says so.
+  const std::vector<Tokens> ps = prompts(6, 4);
+  const std::string dir = fresh_dir("kv-type");
+  EngineConfig q8 = disk_config(dir);
+  q8.kv_types = KvTypes::both(KvType::Q8_0);
+  std::vector<RequestOutput> first;
+  {
+    std::unique_ptr<Engine> engine = make_engine(q8);
+    ASSERT_NE(engine, nullptr);
+    for (const Tokens& p : ps) first.push_back(*engine->run(greedy(p)));
+    engine->flush_cache();
+    EXPECT_GT(engine->stats().disk.n_blocks, 0);
+  }
+  {
+    std::vector<std::string> log;
+    std::unique_ptr<Engine> engine = make_engine(disk_config(dir, &log));
+    ASSERT_NE(engine, nullptr);
+    EXPECT_EQ(engine->stats().disk.n_blocks, 0);
+    ASSERT_EQ(log.size(), 1u);
+    EXPECT_NE(log[0].find("written with KV type q8_0 is not used: this run's KV type is f16"),
+              std::string::npos)
+        << log[0];
+    for (const Tokens& p : ps) EXPECT_EQ(engine->run(greedy(p))->stats.n_disk_cached_tokens, 0);
+  }
+  std::unique_ptr<Engine> engine = make_engine(q8);
+  ASSERT_NE(engine, nullptr);
+  int64_t from_disk = 0;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    Result<RequestOutput> got = engine->run(greedy(ps[i]));
+    ASSERT_TRUE(got.ok()) << got.error().message;
+    expect_same(*got, first[i], "q8_0 after a restart, prompt " + std::to_string(i));
+    from_disk += got->stats.n_disk_cached_tokens;
+  }
+  EXPECT_GT(from_disk, 0);
+  expect_no_leak(*engine);
+}
+
 TEST(EngineDiskTierTest, TwoEnginesOnOneDirectoryAreRefused) {
   const std::string dir = fresh_dir("two");
   std::unique_ptr<Engine> first = make_engine(disk_config(dir));

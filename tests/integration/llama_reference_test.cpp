@@ -33,7 +33,7 @@ class LlamaReference : public ::testing::TestWithParam<ModelCase> {
     EngineConfig config;
     config.n_threads = threads;
     config.n_ctx = 512;
-    config.kv_type = KvType::F32;            // as the reference ran
+    config.kv_types = KvTypes::both(KvType::F32);            // as the reference ran
     config.scheduler.max_batch_tokens = 64;  // longer prompts run in several chunks
     Result<std::unique_ptr<Engine>> engine =
         Engine::create(testing::shared_dir() + "/models/" + GetParam().name, config);

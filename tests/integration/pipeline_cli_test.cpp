@@ -69,7 +69,8 @@ std::vector<json> generated(const std::string& output) {
   std::string line;
   while (std::getline(in, line)) {
     json j = json::parse(line, nullptr, false);
-    if (!j.is_discarded() && j.contains("generated_tokens")) tokens.push_back(j["generated_tokens"]);
+    if (!j.is_discarded() && j.contains("generated_tokens"))
+      tokens.push_back(j["generated_tokens"]);
   }
   return tokens;
 }
@@ -79,7 +80,9 @@ TEST(PipelineCli, GenerateOverTwoAndThreeRanksMatchesOneProcess) {
 #ifdef TRELLIS_MPIEXEC
   const std::string model = synth_tiny_model();
   ASSERT_FALSE(model.empty());
-  for (const std::string sampling : {"--temp 0", "--temp 0.9 --seed 42"}) {
+  // The last: quantized KV of two types, which every rank must store as rank 0 does.
+  for (const std::string sampling :
+       {"--temp 0", "--temp 0.9 --seed 42", "--temp 0 --kv-type-k q8_0 --kv-type-v q4_0"}) {
     const std::string args = "generate -m " + model +
                              " -p 'Once upon a time' -p 'Once upon a hill' -p 'The end' -n 24 "
                              "--ignore-eos --json -t 1 --batch-tokens 8 " +
@@ -89,9 +92,9 @@ TEST(PipelineCli, GenerateOverTwoAndThreeRanksMatchesOneProcess) {
     const std::vector<json> expected = generated(alone.output);
     ASSERT_EQ(expected.size(), 3u) << alone.output;
     for (int np : {2, 3}) {
-      const CommandResult split = run_shell(mpirun_command(np) + TRELLIS_CLI_PATH + " " + args +
-                                            " --pipeline --micro-batches " + std::to_string(np) +
-                                            " 2>/dev/null");
+      const CommandResult split =
+          run_shell(mpirun_command(np) + TRELLIS_CLI_PATH + " " + args +
+                    " --pipeline --micro-batches " + std::to_string(np) + " 2>/dev/null");
       ASSERT_EQ(split.exit_code, 0) << split.output;
       EXPECT_EQ(generated(split.output), expected) << "np " << np << ", " << sampling;
     }
@@ -151,8 +154,8 @@ TEST(PipelineCli, ServerOverTwoRanksPassesTheOpenAiClient) {
   ASSERT_FALSE(model.empty());
   Server server(model, {"--pipeline", "--api-key", "node-key"}, "pipeline-node", mpirun(2));
   ASSERT_EQ(server.start(), "");
-  const CommandResult run = run_openai_client_check(openai_node_modules(), server.url("/v1"),
-                                                    "node-key");
+  const CommandResult run =
+      run_openai_client_check(openai_node_modules(), server.url("/v1"), "node-key");
   EXPECT_EQ(run.exit_code, 0) << run.output << "\nserver log:\n" << server.log();
   expect_openai_client_passed(run);
   const HttpResult metrics = curl("GET", server.url("/metrics"));
@@ -178,9 +181,8 @@ TEST(PipelineCli, KillingARankMidStreamEndsTheJob) {
                 mpirun(2));
   ASSERT_EQ(server.start(), "");
   // A long stream; rank 1 dies while it runs.
-  std::thread client([&] {
-    curl("POST", server.url("/v1/completions"), kLongStream, "--max-time 60");
-  });
+  std::thread client(
+      [&] { curl("POST", server.url("/v1/completions"), kLongStream, "--max-time 60"); });
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const pid_t victim = rank_pid(model, 1);
   ASSERT_NE(victim, 0) << "no rank 1 process found";
@@ -214,9 +216,8 @@ TEST(PipelineCli, AHungRankEndsTheJobWithAnErrorAfterTheTimeout) {
                 mpirun(2));
   ASSERT_EQ(server.start(), "");
   HttpResult stream;
-  std::thread client([&] {
-    stream = curl("POST", server.url("/v1/completions"), kLongStream, "--max-time 60");
-  });
+  std::thread client(
+      [&] { stream = curl("POST", server.url("/v1/completions"), kLongStream, "--max-time 60"); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const pid_t victim = rank_pid(model, 1);
   ASSERT_NE(victim, 0) << "no rank 1 process found";
@@ -244,8 +245,8 @@ TEST(PipelineCli, EachRankHoldsItsShareOfTheWeights) {
   ASSERT_EQ(testing::run_cli("model synth --preset small --type f16 -o " + model).exit_code, 0);
   std::ifstream file(model, std::ios::binary | std::ios::ate);
   const auto file_bytes = static_cast<double>(file.tellg());
-  const std::string bench = std::string(TRELLIS_CLI_PATH) + " bench speed -m " + model +
-                            " -p 16 -n 4 -r 1 -t 1 --json";
+  const std::string bench =
+      std::string(TRELLIS_CLI_PATH) + " bench speed -m " + model + " -p 16 -n 4 -r 1 -t 1 --json";
   const CommandResult alone = run_shell(bench + " 2>/dev/null");
   ASSERT_EQ(alone.exit_code, 0) << alone.output;
   const json whole = json::parse(alone.output, nullptr, false);

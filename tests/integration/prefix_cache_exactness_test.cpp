@@ -2,8 +2,9 @@
 // lengths, block-boundary edge cases, repeats, follow-up turns that extend an earlier prompt and
 // its output) give token-for-token identical greedy outputs and bit-identical logits with the
 // cache off, on in BLOCK mode, on in TOKEN mode, and in TOKEN mode on a pool so small that almost
-// every request evicts. Afterwards no block is held by a request and a flush frees them all. The
-// requests run through the engine, one after another, as a chat's turns would.
+// every request evicts; for f16 KV and for the quantized KV types. Afterwards no block is held by a
+// request and a flush frees them all. The requests run through the engine, one after another, as a
+// chat's turns would.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -107,10 +108,12 @@ RequestOutput run(Engine& engine, EngineRequest request) {
   return out.ok() ? std::move(out).value() : RequestOutput{};
 }
 
-RunStats run_variant(const Variant& v, int32_t block_size, uint32_t seed, int n_prompts) {
+RunStats run_variant(const Variant& v, int32_t block_size, KvTypes kv_types, uint32_t seed,
+                     int n_prompts) {
   EngineConfig config;
   config.n_threads = 2;
   config.block_size = block_size;
+  config.kv_types = kv_types;
   config.n_ctx = kContext;
   config.scheduler.max_batch_tokens = 24;  // several prefill chunks per prompt
   config.prefix_cache = PrefixCacheConfig{v.cache, v.mode};
@@ -150,10 +153,16 @@ RunStats run_variant(const Variant& v, int32_t block_size, uint32_t seed, int n_
   return stats;
 }
 
-class PrefixCacheExactnessTest : public ::testing::TestWithParam<int32_t> {};
+struct ExactnessCase {
+  int32_t block_size;
+  KvType kv_type;
+};
+
+class PrefixCacheExactnessTest : public ::testing::TestWithParam<ExactnessCase> {};
 
 TEST_P(PrefixCacheExactnessTest, CacheModesAndEvictionNeverChangeOutputs) {
-  const int32_t B = GetParam();
+  const int32_t B = GetParam().block_size;
+  const KvTypes kv_types = KvTypes::both(GetParam().kv_type);
   const int kPrompts = 40;
   const uint32_t seed = 1234u + static_cast<uint32_t>(B);
   // The tiny pool holds one context plus one block: nearly every request evicts.
@@ -164,7 +173,7 @@ TEST_P(PrefixCacheExactnessTest, CacheModesAndEvictionNeverChangeOutputs) {
       {"token-tiny-pool", true, MatchMode::TOKEN, kContext + B},
   };
   std::vector<RunStats> runs;
-  for (const Variant& v : variants) runs.push_back(run_variant(v, B, seed, kPrompts));
+  for (const Variant& v : variants) runs.push_back(run_variant(v, B, kv_types, seed, kPrompts));
   for (const RunStats& r : runs) ASSERT_EQ(r.outcomes.size(), static_cast<size_t>(kPrompts));
 
   const RunStats& off = runs[0];
@@ -196,10 +205,13 @@ TEST_P(PrefixCacheExactnessTest, CacheModesAndEvictionNeverChangeOutputs) {
   EXPECT_GT(runs[3].n_evicted, kPrompts);
 }
 
-INSTANTIATE_TEST_SUITE_P(BlockSizes, PrefixCacheExactnessTest, ::testing::Values(8, 16),
-                         [](const ::testing::TestParamInfo<int32_t>& info) {
-                           return "B" + std::to_string(info.param);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    BlockSizesAndKvTypes, PrefixCacheExactnessTest,
+    ::testing::Values(ExactnessCase{8, KvType::F16}, ExactnessCase{16, KvType::F16},
+                      ExactnessCase{16, KvType::Q8_0}, ExactnessCase{8, KvType::Q4_0}),
+    [](const ::testing::TestParamInfo<ExactnessCase>& info) {
+      return "B" + std::to_string(info.param.block_size) + "_" + kv_type_name(info.param.kv_type);
+    });
 
 TEST(PrefixCacheLifecycle, CancellingReleasesEveryBlockAndKeepsTheCacheValid) {
   EngineConfig config;

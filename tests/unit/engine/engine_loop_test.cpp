@@ -167,7 +167,7 @@ std::unique_ptr<Engine> make_engine(const Options& o, std::shared_ptr<Script> sc
   };
   EngineConfig config;
   config.block_size = o.block_size;
-  config.kv_type = KvType::F32;  // token ids stored exactly
+  config.kv_types = KvTypes::both(KvType::F32);  // token ids stored exactly
   config.kv_tokens = o.kv_tokens;
   config.prefix_cache.enabled = o.prefix_cache;
   config.scheduler.max_seqs = o.max_seqs;

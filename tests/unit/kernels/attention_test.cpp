@@ -1,9 +1,11 @@
 // Paged attention: every ISA variant against the scalar reference on GQA head ratios, KV lengths
-// that end inside a block, several sequences with scattered block tables, and f16 and f32 KV; the
-// scalar reference against a double-precision softmax written here; and thread invariance.
+// that end inside a block, several sequences with scattered block tables, and every KV type (f16,
+// f32, q8_0, q4_0, keys and values of different types); the scalar reference against a
+// double-precision softmax written here; and thread invariance.
 //
 // Error bound of a variant against SCALAR (u = 2^-24, f32 unit roundoff). Both read the same K and
-// V values (f16 widens to f32 exactly), so they differ only in rounding:
+// V values (f16 widens to f32 exactly; a quantized element is its code times its block's scale, one
+// f32 product in every variant), so they differ only in rounding:
 //   - a score s_j = scale * sum_d q_d k_jd is computed by each with an error of at most
 //     gamma_d * S_j, gamma_d = d u / (1 - d u), S_j = scale * sum_d |q_d k_jd|; so the two
 //     differ by delta <= 2 gamma_d max_j S_j (plus 2u |s_j| for the final multiply by scale);
@@ -29,9 +31,9 @@
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "kernels/kv_codec.h"
 #include "kernels/matmul_internal.h"
 #include "kv/kv_storage.h"
-#include "quant/half.h"
 
 namespace trellis {
 namespace {
@@ -64,11 +66,22 @@ struct Shape {
   }
 };
 
-std::string describe(const Shape& s, KvType type) {
+// The KV types every test runs with: each type alone, and keys and values of different types.
+std::vector<KvTypes> kv_types() {
+  return {KvTypes::both(KvType::F16),  KvTypes::both(KvType::F32),  KvTypes::both(KvType::Q8_0),
+          KvTypes::both(KvType::Q4_0), {KvType::Q8_0, KvType::F16}, {KvType::F16, KvType::Q4_0}};
+}
+
+// Whether a shape's heads can be stored in those types (quantized rows are blocks of 32).
+bool fits(const Shape& s, const KvTypes& types) {
+  return s.head_dim % kv_type_block_elements(types.key) == 0 &&
+         s.head_dim % kv_type_block_elements(types.value) == 0;
+}
+
+std::string describe(const Shape& s, const KvTypes& types) {
   std::string out = "heads " + std::to_string(s.n_head) + "/" + std::to_string(s.n_kv_heads) +
                     " head_dim " + std::to_string(s.head_dim) + " block " +
-                    std::to_string(s.block_size) + (type == KvType::F16 ? " f16" : " f32") +
-                    " positions";
+                    std::to_string(s.block_size) + " " + kv_types_name(types) + " positions";
   for (int32_t p : s.positions) out += " " + std::to_string(p);
   if (s.window > 0) out += " window " + std::to_string(s.window);
   if (s.sinks) out += " sinks";
@@ -86,7 +99,7 @@ struct Fixture {
   std::vector<float> sinks;             // n_head logits when shape.sinks
   static constexpr int64_t kLayer = 1;  // not layer 0: the layer offset must be honoured
 
-  static Fixture make(const Shape& shape, KvType type, uint32_t seed) {
+  static Fixture make(const Shape& shape, KvTypes types, uint32_t seed) {
     int32_t n_blocks = 0;
     for (int32_t p : shape.positions) n_blocks += p / shape.block_size + 1;
     KvLayout layout;
@@ -94,7 +107,7 @@ struct Fixture {
     layout.n_kv_heads = shape.n_kv_heads;
     layout.head_dim = shape.head_dim;
     layout.block_size = shape.block_size;
-    layout.type = type;
+    layout.types = types;
     Result<KvStorage> kv = KvStorage::create(layout, n_blocks);
     EXPECT_TRUE(kv.ok());
     Fixture f{shape, std::move(kv).value(), {}, {}, {}, {}};
@@ -139,14 +152,18 @@ struct Fixture {
     return f;
   }
 
-  // One K or V element as the kernels read it (f16 widened to f32).
+  // One K or V element as the kernels read it (decoded to f32).
   double element(bool values, size_t row, int64_t kv_head, int32_t pos, int64_t d) const {
     const int32_t block = tables[row][static_cast<size_t>(pos / shape.block_size)];
+    const KvLayout& layout = kv.layout();
+    const size_t row_bytes = values ? layout.value_row_bytes() : layout.key_row_bytes();
     const uint8_t* run =
         values ? kv.values(block, kLayer, kv_head) : kv.keys(block, kLayer, kv_head);
-    const size_t index = static_cast<size_t>((pos % shape.block_size) * shape.head_dim + d);
-    if (kv.layout().type == KvType::F32) return reinterpret_cast<const float*>(run)[index];
-    return f16_to_f32(reinterpret_cast<const uint16_t*>(run)[index]);
+    std::vector<float> decoded(static_cast<size_t>(shape.head_dim));
+    kv_decode_row(values ? layout.types.value : layout.types.key,
+                  run + static_cast<size_t>(pos % shape.block_size) * row_bytes, decoded.data(),
+                  shape.head_dim);
+    return decoded[static_cast<size_t>(d)];
   }
 
   std::vector<float> run(KernelIsa isa, int n_threads) const {
@@ -245,8 +262,9 @@ TEST(PagedAttention, AvailableVariantsHaveAnAttentionKernel) {
 }
 
 TEST(PagedAttention, ScalarMatchesDoublePrecisionSoftmax) {
-  for (KvType type : {KvType::F16, KvType::F32}) {
+  for (const KvTypes& type : kv_types()) {
     for (const Shape& shape : shapes()) {
+      if (!fits(shape, type)) continue;
       const Fixture f = Fixture::make(shape, type, 7);
       const std::vector<float> out = f.run(KernelIsa::SCALAR, 1);
       std::vector<double> exact;
@@ -270,8 +288,9 @@ TEST(PagedAttention, ScalarMatchesDoublePrecisionSoftmax) {
 
 TEST(PagedAttention, EveryVariantMatchesScalarWithinTheBound) {
   for (KernelIsa isa : supported_isas()) {
-    for (KvType type : {KvType::F16, KvType::F32}) {
+    for (const KvTypes& type : kv_types()) {
       for (const Shape& shape : shapes()) {
+        if (!fits(shape, type)) continue;
         const Fixture f = Fixture::make(shape, type, 11);
         const std::vector<float> scalar = f.run(KernelIsa::SCALAR, 1);
         const std::vector<float> variant = f.run(isa, 1);
@@ -306,7 +325,7 @@ TEST(PagedAttention, EveryVariantMatchesScalarWithinTheBound) {
 
 TEST(PagedAttention, ResultsDoNotDependOnThreadsOrBatch) {
   for (KernelIsa isa : supported_isas()) {
-    for (KvType type : {KvType::F16, KvType::F32}) {
+    for (const KvTypes& type : kv_types()) {
       // Large enough to run on the pool (above the single-thread threshold).
       const Shape shape{8, 2, 64, 16, {200, 150, 99}, 0, true};
       const Fixture f = Fixture::make(shape, type, 5);
@@ -337,12 +356,14 @@ TEST(PagedAttention, GroupKernelGivesEachHeadTheBitsOfTheHeadKernel) {
   std::vector<Shape> cases = shapes();
   cases.push_back({20, 1, 64, 16, {50, 3}});
   cases.push_back({20, 2, 24, 8, {41}, 9});
+  cases.push_back({20, 2, 64, 8, {41}, 9});
   int checked = 0;
   for (KernelIsa isa : supported_isas()) {
     const kernels_detail::KernelTable& table = kernels_detail::isa_table(isa);
     if (table.attend_group == nullptr) continue;
-    for (KvType type : {KvType::F16, KvType::F32}) {
+    for (const KvTypes& type : kv_types()) {
       for (const Shape& shape : cases) {
+        if (!fits(shape, type)) continue;
         if (shape.head_dim % table.attend_head_dim_multiple != 0 ||
             shape.head_dim > table.attend_max_head_dim) {
           continue;
@@ -387,7 +408,7 @@ TEST(PagedAttention, SinksOfMinusInfinityChangeNoBitAndAHighSinkSilencesTheHead)
   // far above every score takes almost all of the softmax, so the output nears zero.
   for (KernelIsa isa : supported_isas()) {
     const Shape shape{8, 2, 64, 16, {40, 5}, 0, true};
-    Fixture f = Fixture::make(shape, KvType::F16, 17);
+    Fixture f = Fixture::make(shape, KvTypes{}, 17);
     std::vector<float> sinks = f.sinks;
     f.sinks.clear();
     const std::vector<float> none = f.run(isa, 1);
@@ -417,7 +438,7 @@ TEST(PagedAttention, OnePositionReturnsItsValueExactly) {
   // With one position the softmax weight is exactly 1 (e^0 / e^0), so every variant returns V[0]
   // bit for bit, whatever the query.
   for (KernelIsa isa : supported_isas()) {
-    for (KvType type : {KvType::F16, KvType::F32}) {
+    for (const KvTypes& type : kv_types()) {
       const Shape shape{4, 2, 64, 16, {0, 0}};
       const Fixture f = Fixture::make(shape, type, 3);
       const std::vector<float> out = f.run(isa, 1);

@@ -127,7 +127,7 @@ std::vector<std::vector<float>> prompt_logits(const std::string& path,
   EngineConfig config;
   config.n_threads = 2;
   config.n_ctx = 128;
-  config.kv_type = KvType::F32;
+  config.kv_types = KvTypes::both(KvType::F32);
   Result<std::unique_ptr<Engine>> engine = Engine::create(path, config);
   EXPECT_TRUE(engine.ok()) << engine.error().message;
   if (!engine.ok()) return {};

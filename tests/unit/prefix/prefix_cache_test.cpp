@@ -29,7 +29,7 @@ Tokens concat(Tokens a, const Tokens& b) {
 
 struct Fixture {
   BlockPool pool{11};
-  KvStorage kv = std::move(KvStorage::create(KvLayout{1, 1, 1, B, KvType::F32}, 11).value());
+  KvStorage kv = std::move(KvStorage::create(KvLayout{1, 1, 1, B, KvTypes::both(KvType::F32)}, 11).value());
   PrefixCache cache;
 
   explicit Fixture(PrefixCacheConfig config = {}) : cache(pool, kv, config) {}

@@ -31,7 +31,7 @@ struct Harness {
 
   Harness(int32_t n_blocks, SchedulerConfig config)
       : pool(n_blocks),
-        kv(std::move(KvStorage::create(KvLayout{1, 1, 1, B, KvType::F32}, n_blocks).value())),
+        kv(std::move(KvStorage::create(KvLayout{1, 1, 1, B, KvTypes::both(KvType::F32)}, n_blocks).value())),
         cache(pool, kv, PrefixCacheConfig{}),
         scheduler(cache, config) {}
 

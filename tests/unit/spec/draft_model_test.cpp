@@ -74,7 +74,7 @@ TEST(DraftModelTest, ConfirmedRowsArePerBlockAndForgottenWhenTheBlockIsHandedOut
 // Greedy decoding of the target itself, one token per forward pass, from its own KV.
 std::vector<TokenId> greedy_continuation(const Model& model, const std::vector<TokenId>& prompt,
                                          int n) {
-  Result<KvStorage> kv = KvStorage::create(model.kv_layout(kBlockSize, KvType::F16), 16);
+  Result<KvStorage> kv = KvStorage::create(model.kv_layout(kBlockSize, KvTypes{}), 16);
   EXPECT_TRUE(kv.ok());
   std::vector<int32_t> table;
   for (int32_t b = 0; b < 16; ++b) table.push_back(b);

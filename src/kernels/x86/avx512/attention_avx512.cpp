@@ -114,22 +114,66 @@ struct RunView {
   bool f16;
 };
 
-// Widens rows [0, n) of a run of f16 rows to f32 in `buffer` (head_dim floats per row), so that
-// the query heads that share the run read it without converting it again. The values are the
-// same as the ones the kernel would have widened on the fly, so results do not change.
-inline RunView widen_run(const uint8_t* run, int64_t n, int64_t head_dim, size_t row_bytes,
-                         float* buffer) {
+// The f16 scale at the start of a q8_0 or q4_0 block, as f32 in every lane.
+inline __m512 block_scale(const uint8_t* block) {
+  unsigned short h;
+  __builtin_memcpy(&h, block, 2);
+  return _mm512_set1_ps(_cvtsh_ss(h));
+}
+
+// Widens rows [0, n) of a run to f32 in `buffer` (head_dim floats per row), so that the loops
+// that read it see f32 rows only: the query heads that share an f16 run read it without
+// converting it again, and quantized rows are decoded once per run, not once per head. The
+// values are those of kv_decode_row (a code times its scale is one f32 product), which are also
+// the ones an f16 row widened on the fly gives, so results do not change.
+inline RunView widen_run(const uint8_t* run, int64_t n, int64_t head_dim, KvType type,
+                         size_t row_bytes, float* buffer) {
   const int64_t n_vec = (head_dim + 15) / 16;
   const __mmask16 tail = head_dim % 16 == 0 ? 0xffff : static_cast<__mmask16>(0xff);
   for (int64_t s = 0; s < n; ++s) {
     const uint8_t* src = run + static_cast<size_t>(s) * row_bytes;
     float* dst = buffer + s * head_dim;
-    for (int64_t i = 0; i < n_vec; ++i) {
-      const __mmask16 lanes = i + 1 < n_vec ? 0xffff : tail;
-      _mm512_mask_storeu_ps(dst + 16 * i, lanes, load16(src + 32 * i, true, lanes));
+    if (type == KvType::Q8_0) {  // 34-byte blocks: scale, 32 codes -> vectors 2b, 2b + 1
+      for (int64_t b = 0; b < head_dim / 32; ++b) {
+        const uint8_t* block = src + 34 * b;
+        const __m512 d = block_scale(block);
+        for (int half = 0; half < 2; ++half) {
+          const __m128i codes =
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2 + 16 * half));
+          _mm512_storeu_ps(dst + 32 * b + 16 * half,
+                           _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(codes)), d));
+        }
+      }
+    } else if (type == KvType::Q4_0) {  // 18-byte blocks: scale, low nibbles 0..15, high 16..31
+      for (int64_t b = 0; b < head_dim / 32; ++b) {
+        const uint8_t* block = src + 18 * b;
+        const __m512 d = block_scale(block);
+        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
+        const __m128i mask = _mm_set1_epi8(0x0f);
+        const __m128i nibbles[2] = {_mm_and_si128(bytes, mask),
+                                    _mm_and_si128(_mm_srli_epi16(bytes, 4), mask)};
+        for (int half = 0; half < 2; ++half) {
+          const __m512i codes =
+              _mm512_sub_epi32(_mm512_cvtepu8_epi32(nibbles[half]), _mm512_set1_epi32(8));
+          _mm512_storeu_ps(dst + 32 * b + 16 * half, _mm512_mul_ps(_mm512_cvtepi32_ps(codes), d));
+        }
+      }
+    } else {
+      const bool f16 = type == KvType::F16;
+      const size_t elem = f16 ? 2 : 4;
+      for (int64_t i = 0; i < n_vec; ++i) {
+        const __mmask16 lanes = i + 1 < n_vec ? 0xffff : tail;
+        _mm512_mask_storeu_ps(dst + 16 * i, lanes, load16(src + 16 * i * elem, f16, lanes));
+      }
     }
   }
   return {reinterpret_cast<const uint8_t*>(buffer), static_cast<size_t>(head_dim) * 4, 4, false};
+}
+
+// Whether runs of `type` are widened before use: quantized ones always, f16 ones when more than
+// one head reads them (otherwise converting on the fly costs less than the round trip).
+inline bool widens(KvType type, int64_t n_q) {
+  return type == KvType::Q8_0 || type == KvType::Q4_0 || (type == KvType::F16 && n_q > 1);
 }
 
 // kVec > 0: head_dim == 16 kVec, known at compile time, so that the accumulators stay in
@@ -145,19 +189,19 @@ void attend_heads(const KvStorage& kv, int64_t layer, int64_t kv_head, const Att
   const int64_t head_dim = layout.head_dim;
   const int64_t n_vec = kVec > 0 ? kVec : (head_dim + 15) / 16;
   const __mmask16 tail = kVec > 0 || head_dim % 16 == 0 ? 0xffff : static_cast<__mmask16>(0xff);
-  const bool f16 = layout.type == KvType::F16;
-  const size_t elem = layout.element_bytes();
-  const size_t row_bytes = static_cast<size_t>(head_dim) * elem;
   const int64_t first = row.first_position;
   const int64_t n_pos = static_cast<int64_t>(row.position) + 1;
   const int64_t n_scores = n_pos - first;
   const float scale = 1.0f / sqrtf(static_cast<float>(head_dim));
-  // Widening pays only when more than one head reads the run.
-  const bool widen = f16 && n_q > 1;
   float* widened = scratch + n_q * n_scores;
-  auto view = [&](const uint8_t* run, int64_t n) {
-    return widen ? widen_run(run, n, head_dim, row_bytes, widened)
-                 : RunView{run, row_bytes, elem, f16};
+  // Row sizes taken here: an out-of-line call inside the loops would spill their registers.
+  // (kv_row_bytes, not KvLayout's inline members: see avx512_util.h on inline functions.)
+  const size_t key_row_bytes = kv_row_bytes(layout.types.key, head_dim);
+  const size_t value_row_bytes = kv_row_bytes(layout.types.value, head_dim);
+  auto view = [&](const uint8_t* run, int64_t n, KvType type, size_t row_bytes) {
+    if (widens(type, n_q)) return widen_run(run, n, head_dim, type, row_bytes, widened);
+    const bool f16 = type == KvType::F16;
+    return RunView{run, row_bytes, f16 ? size_t{2} : size_t{4}, f16};
   };
 
   constexpr int64_t kSlots = kVec > 0 ? kVec : kMaxVectors;
@@ -168,9 +212,9 @@ void attend_heads(const KvStorage& kv, int64_t layer, int64_t kv_head, const Att
   // Each head's max starts from its sink (-infinity without one).
   auto sink_of = [&](int64_t h) { return sinks != nullptr ? sinks[h] : -INFINITY; };
   for (int64_t h = 0; h < n_q; ++h) max16[h] = _mm512_set1_ps(sink_of(h));
-  const RowRuns runs{kv, row, layer, kv_head, row_bytes};
-  runs.for_each(true, [&](int64_t begin, int64_t end, const uint8_t* run) {
-    const RunView keys = view(run, end - begin);
+  const RowRuns key_runs{kv, row, layer, kv_head, key_row_bytes};
+  key_runs.for_each(true, [&](int64_t begin, int64_t end, const uint8_t* run) {
+    const RunView keys = view(run, end - begin, layout.types.key, key_row_bytes);
     for (int64_t h = 0; h < n_q; ++h) {
       __m512 qv[kSlots];
       for (int64_t i = 0; i < n_vec; ++i)
@@ -232,13 +276,14 @@ void attend_heads(const KvStorage& kv, int64_t layer, int64_t kv_head, const Att
 
   // Outputs, accumulated between runs in memory (a float stored and loaded back is unchanged):
   // with a group, in the scratch, which stays in L1 where `out` (written once per row) does not.
-  float* sums = widen ? widened + layout.block_size * head_dim : out;
+  float* sums = widens(layout.types.value, n_q) ? widened + layout.block_size * head_dim : out;
   for (int64_t h = 0; h < n_q; ++h) {
     for (int64_t i = 0; i < n_vec; ++i)
       _mm512_mask_storeu_ps(sums + h * head_dim + 16 * i, lanes_of(i), _mm512_setzero_ps());
   }
-  runs.for_each(false, [&](int64_t begin, int64_t end, const uint8_t* run) {
-    const RunView values = view(run, end - begin);
+  const RowRuns value_runs{kv, row, layer, kv_head, value_row_bytes};
+  value_runs.for_each(false, [&](int64_t begin, int64_t end, const uint8_t* run) {
+    const RunView values = view(run, end - begin, layout.types.value, value_row_bytes);
     for (int64_t h = 0; h < n_q; ++h) {
       const float* scores = scratch + h * n_scores;
       float* o = sums + h * head_dim;
