@@ -63,6 +63,39 @@ void print_batched(const bench::SpeedOptions& options, const bench::SpeedResult&
               static_cast<double>(result.kv_cache_bytes) / (1 << 20));
 }
 
+// tg at each depth, as llama-bench prints "tg64 @ d4096"; the KV bytes per token of context.
+void print_depths(const bench::SpeedOptions& options, const bench::SpeedResult& result, bool json,
+                  uint64_t rss) {
+  const KvTypes& types = options.engine.kv_types;
+  if (json) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const bench::DepthSpeed& d : result.depths) {
+      rows.push_back({{"depth", d.depth},
+                      {"generation_tokens_per_s", d.generation_tokens_per_s.mean},
+                      {"generation_tokens_per_s_stddev", d.generation_tokens_per_s.stddev}});
+    }
+    nlohmann::json out = {{"model", options.model_path},
+                          {"threads", result.n_threads},
+                          {"n_gen", options.n_gen},
+                          {"reps", options.reps},
+                          {"kv_type_k", kv_type_name(types.key)},
+                          {"kv_type_v", kv_type_name(types.value)},
+                          {"depths", rows},
+                          {"kv_cache_bytes", result.kv_cache_bytes},
+                          {"peak_rss_bytes", rss}};
+    std::printf("%s\n", out.dump().c_str());
+    return;
+  }
+  std::printf("| model | threads | KV | test | tokens/s |\n|---|---|---|---|---|\n");
+  for (const bench::DepthSpeed& d : result.depths) {
+    std::printf("| %s | %d | %s | tg%d @ d%d | %.2f ± %.2f |\n", options.model_path.c_str(),
+                result.n_threads, kv_types_name(types).c_str(), options.n_gen, d.depth,
+                d.generation_tokens_per_s.mean, d.generation_tokens_per_s.stddev);
+  }
+  std::printf("peak RSS %.1f MiB, KV cache %.1f MiB\n", static_cast<double>(rss) / (1 << 20),
+              static_cast<double>(result.kv_cache_bytes) / (1 << 20));
+}
+
 int run_speed(SpeedArgs& args, bool spec_given) {
   if (!args.engine.join_pipeline()) return 1;  // other ranks run their stage and exit here
   bench::SpeedOptions& options = args.options;
@@ -79,6 +112,10 @@ int run_speed(SpeedArgs& args, bool spec_given) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   if (!options.batch_sizes.empty()) {
     print_batched(options, *result, args.json, peak_rss_bytes());
+    return 0;
+  }
+  if (!options.depths.empty()) {
+    print_depths(options, *result, args.json, peak_rss_bytes());
     return 0;
   }
   const bench::Stats& pp = result->prompt_tokens_per_s;
@@ -130,6 +167,11 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
                    "Batched, as llama-batched-bench: N sequences sharing the prompt decode "
                    "together (a list, say 1,2,4,8); aggregate prefill and decode tokens/s")
       ->delimiter(',');
+  speed
+      ->add_option("-d,--depth", args->options.depths,
+                   "tg after a context of this many tokens instead, as llama-bench -p 0 -d (a "
+                   "list, say 4096,16384); the context is computed once and cached")
+      ->delimiter(',');
   speed->add_flag("--json", args->json, "Print one JSON object");
   speed->callback(
       [&exit_code, args, speed] { exit_code = run_speed(*args, speed->count("--spec") > 0); });
@@ -141,6 +183,7 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
   add_bench_restart_command(*bench, exit_code);
   add_bench_structured_command(*bench, exit_code);
   add_bench_spec_command(*bench, exit_code);
+  add_bench_kv_types_command(*bench, exit_code);
 }
 
 }  // namespace trellis::cli

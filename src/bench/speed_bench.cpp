@@ -119,6 +119,37 @@ Result<SpeedResult> run_batched(const SpeedOptions& options, const Observer& obs
   return result;
 }
 
+// tg at each depth: an engine with the prefix cache on and a context for the deepest one.
+Result<SpeedResult> run_at_depths(const SpeedOptions& options, const Observer& observer) {
+  const int32_t max_depth = *std::max_element(options.depths.begin(), options.depths.end());
+  EngineConfig config = options.engine;
+  if (config.n_ctx == 0) config.n_ctx = max_depth + options.n_gen + 1;
+  if (config.kv_bytes == 0 && config.kv_tokens == 0)
+    config.kv_tokens = 2 * (int64_t{max_depth} + options.n_gen + 1);  // a context and a spare
+  config.prefix_cache.enabled = true;
+  Result<std::unique_ptr<Engine>> created = Engine::create(options.model_path, config);
+  if (!created.ok()) return created.error();
+  Engine& engine = **created;
+  SpeedResult result;
+  for (int32_t depth : options.depths) {
+    const std::vector<TokenId> context = bench_tokens(depth, engine.model().hparams().n_vocab);
+    std::vector<double> tg;
+    const auto total = static_cast<uint64_t>(options.reps) + 1;
+    const std::string stage = "speed depth " + std::to_string(depth);
+    observer.report_progress(stage, 0, total);
+    for (int32_t rep = -1; rep < options.reps; ++rep) {  // rep -1 computes the context, uncounted
+      Result<RequestStats> decode = run_request(engine, context, options.n_gen + 1);
+      if (!decode.ok()) return decode.error();
+      if (rep >= 0) tg.push_back(decode->decode_tokens_per_s());
+      observer.report_progress(stage, static_cast<uint64_t>(rep + 2), total);
+    }
+    result.depths.push_back(DepthSpeed{depth, stats(tg)});
+  }
+  result.n_threads = engine.n_threads();
+  result.kv_cache_bytes = engine.kv_bytes();
+  return result;
+}
+
 }  // namespace
 
 Result<SpeedResult> run_speed_bench(const SpeedOptions& options, const Observer& observer) {
@@ -127,7 +158,13 @@ Result<SpeedResult> run_speed_bench(const SpeedOptions& options, const Observer&
   for (int32_t n : options.batch_sizes) {
     if (n < 1) return Error{"batch sizes must be at least 1"};
   }
+  for (int32_t d : options.depths) {
+    if (d < 1) return Error{"depths must be at least 1"};
+  }
+  if (!options.batch_sizes.empty() && !options.depths.empty())
+    return Error{"--batch and --depth are separate measurements: give one of them"};
   if (!options.batch_sizes.empty()) return run_batched(options, observer);
+  if (!options.depths.empty()) return run_at_depths(options, observer);
   EngineConfig config = options.engine;
   if (config.n_ctx == 0) config.n_ctx = std::max(options.n_prompt, options.n_gen + 1);
   config.scheduler.max_batch_tokens = std::max(config.scheduler.max_batch_tokens, options.n_prompt);
@@ -151,7 +188,12 @@ Result<SpeedResult> run_speed_bench(const SpeedOptions& options, const Observer&
     }
     observer.report_progress("speed", static_cast<uint64_t>(rep + 2), total);
   }
-  return SpeedResult{stats(pp), stats(tg), {}, engine.n_threads(), engine.kv_bytes()};
+  SpeedResult result;
+  result.prompt_tokens_per_s = stats(pp);
+  result.generation_tokens_per_s = stats(tg);
+  result.n_threads = engine.n_threads();
+  result.kv_cache_bytes = engine.kv_bytes();
+  return result;
 }
 
 }  // namespace trellis::bench

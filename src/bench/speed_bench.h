@@ -12,6 +12,11 @@
 // blocks shared), each generating n_gen + 1 tokens, all decoding in the same steps. Reported as
 // aggregate rates: prefill n_prompt / prefill time, decode N * n_gen / decode time (first token
 // to the last sequence's end). N = 1 goes the same way, so the rows compare with each other.
+//
+// At depth (as llama-bench -p 0 -d D), for each depth D: tg after a context of D tokens, i.e. one
+// request whose prompt is those D tokens, generating n_gen + 1. The prefix cache is on for this
+// measurement, so the context is computed once (in the uncounted first repetition) and every
+// repetition after it decodes over the D cached tokens, as a chat deep into its history does.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +40,8 @@ struct SpeedOptions {
   int32_t reps = 3;
   // Empty: pp and tg as above. Otherwise the batched measurement for each N (all >= 1).
   std::vector<int32_t> batch_sizes;
+  // Non-empty: tg at each of these context depths instead (all >= 1; not with batch_sizes).
+  std::vector<int32_t> depths;
 };
 
 // One batch size of the batched measurement, aggregate tokens/s over reps.
@@ -46,10 +53,17 @@ struct BatchSpeed {
   double decode_ms = 0;
 };
 
+// tg at one context depth, over reps.
+struct DepthSpeed {
+  int32_t depth = 0;
+  Stats generation_tokens_per_s;
+};
+
 struct SpeedResult {
   Stats prompt_tokens_per_s;        // over reps
   Stats generation_tokens_per_s;    // over reps
   std::vector<BatchSpeed> batches;  // batched: one per batch size (pp and tg are then unset)
+  std::vector<DepthSpeed> depths;   // at depth: one per depth (pp and tg are then unset)
   int n_threads = 0;
   size_t kv_cache_bytes = 0;
 };
