@@ -228,7 +228,7 @@ Status Engine::load_draft_model(const EngineConfig& config, ThreadPool& threads)
   shape.max_seqs = config.scheduler.max_seqs;
   Result<std::unique_ptr<DraftModel>> draft =
       DraftModel::create(std::move(loaded->model), *blocks_, threads, shape);
-  if (!draft.ok()) return draft.error();
+  if (!draft.ok()) return Error{"draft model: " + draft.error().message};
   draft_file_ = std::move(loaded->file);
   draft_model_ = std::move(draft).value();
   draft_jobs_.reserve(static_cast<size_t>(config.scheduler.max_seqs));
