@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
-#include <utility>
 
 #include "model/model_presets.h"
 #include "model/synth_model.h"
@@ -92,6 +91,14 @@ Result<std::vector<int64_t>> parse_layer_counts(const std::string& text) {
   return counts;
 }
 
+// The KV type a flag names.
+Result<KvType> kv_type_of(const char* flag, const std::string& name) {
+  KvType type = KvType::F16;
+  if (!parse_kv_type(name, &type))
+    return Error{std::string(flag) + " must be f16, q8_0, q4_0 or f32, not '" + name + "'"};
+  return type;
+}
+
 }  // namespace
 
 bool EngineOptions::join_pipeline() {
@@ -150,18 +157,14 @@ Result<EngineConfig> EngineOptions::engine_config() const {
   config.n_threads = threads;
   config.n_ctx = n_ctx;
   config.block_size = block_size;
-  const std::pair<const char*, const std::string*> kv_type_flags[] = {
-      {"--kv-type", &kv_type}, {"--kv-type-k", &kv_type_k}, {"--kv-type-v", &kv_type_v}};
-  for (const auto& [flag, name] : kv_type_flags) {
-    KvType type;
-    if (!name->empty() && !parse_kv_type(*name, &type))
-      return Error{std::string(flag) + " must be f16, q8_0, q4_0 or f32, not '" + *name + "'"};
-  }
-  KvType both = KvType::F16;
-  parse_kv_type(kv_type, &both);
-  config.kv_types = KvTypes::both(both);
-  if (!kv_type_k.empty()) parse_kv_type(kv_type_k, &config.kv_types.key);
-  if (!kv_type_v.empty()) parse_kv_type(kv_type_v, &config.kv_types.value);
+  // --kv-type sets both; --kv-type-k / -v, when given, override one of them.
+  Result<KvType> both = kv_type_of("--kv-type", kv_type);
+  if (!both.ok()) return both.error();
+  Result<KvType> key = kv_type_k.empty() ? both : kv_type_of("--kv-type-k", kv_type_k);
+  if (!key.ok()) return key.error();
+  Result<KvType> value = kv_type_v.empty() ? both : kv_type_of("--kv-type-v", kv_type_v);
+  if (!value.ok()) return value.error();
+  config.kv_types = KvTypes{*key, *value};
   if (prefix_cache != "on" && prefix_cache != "off")
     return Error{"--prefix-cache must be on or off, not '" + prefix_cache + "'"};
   config.prefix_cache.enabled = prefix_cache == "on";
