@@ -19,6 +19,20 @@ struct SpeedArgs {
   bool json = false;
 };
 
+// The process's peak RSS and the KV pool's size; what requests held of it at most, per token.
+void print_memory(const bench::SpeedResult& result, uint64_t rss) {
+  std::printf("peak RSS %.1f MiB, KV cache %.1f MiB", static_cast<double>(rss) / (1 << 20),
+              static_cast<double>(result.kv_cache_bytes) / (1 << 20));
+  if (result.kv_peak_tokens > 0) {
+    std::printf(
+        ", KV held at peak %.1f MiB for %lld tokens (%.0f bytes per token)",
+        static_cast<double>(result.kv_peak_bytes) / (1 << 20),
+        static_cast<long long>(result.kv_peak_tokens),
+        static_cast<double>(result.kv_peak_bytes) / static_cast<double>(result.kv_peak_tokens));
+  }
+  std::printf("\n");
+}
+
 // The batched rows, as llama-batched-bench prints them with a shared prompt: PP prompt tokens, TG
 // generated per sequence, B sequences, N_KV = PP + B * TG cells, then times and aggregate rates.
 void print_batched(const bench::SpeedOptions& options, const bench::SpeedResult& result, bool json,
@@ -43,6 +57,8 @@ void print_batched(const bench::SpeedOptions& options, const bench::SpeedResult&
                           {"reps", options.reps},
                           {"batches", rows},
                           {"kv_cache_bytes", result.kv_cache_bytes},
+                          {"kv_peak_bytes", result.kv_peak_bytes},
+                          {"kv_peak_tokens", result.kv_peak_tokens},
                           {"peak_rss_bytes", rss}};
     std::printf("%s\n", out.dump().c_str());
     return;
@@ -59,8 +75,7 @@ void print_batched(const bench::SpeedOptions& options, const bench::SpeedResult&
                 b.n_sequences, static_cast<long long>(n_kv), t_pp, b.prompt_tokens_per_s.mean, t_tg,
                 b.generation_tokens_per_s.mean, total);
   }
-  std::printf("peak RSS %.1f MiB, KV cache %.1f MiB\n", static_cast<double>(rss) / (1 << 20),
-              static_cast<double>(result.kv_cache_bytes) / (1 << 20));
+  print_memory(result, rss);
 }
 
 // tg at each depth, as llama-bench prints "tg64 @ d4096"; the KV bytes per token of context.
@@ -82,6 +97,8 @@ void print_depths(const bench::SpeedOptions& options, const bench::SpeedResult& 
                           {"kv_type_v", kv_type_name(types.value)},
                           {"depths", rows},
                           {"kv_cache_bytes", result.kv_cache_bytes},
+                          {"kv_peak_bytes", result.kv_peak_bytes},
+                          {"kv_peak_tokens", result.kv_peak_tokens},
                           {"peak_rss_bytes", rss}};
     std::printf("%s\n", out.dump().c_str());
     return;
@@ -92,8 +109,7 @@ void print_depths(const bench::SpeedOptions& options, const bench::SpeedResult& 
                 result.n_threads, kv_types_name(types).c_str(), options.n_gen, d.depth,
                 d.generation_tokens_per_s.mean, d.generation_tokens_per_s.stddev);
   }
-  std::printf("peak RSS %.1f MiB, KV cache %.1f MiB\n", static_cast<double>(rss) / (1 << 20),
-              static_cast<double>(result.kv_cache_bytes) / (1 << 20));
+  print_memory(result, rss);
 }
 
 int run_speed(SpeedArgs& args, bool spec_given) {
@@ -133,6 +149,8 @@ int run_speed(SpeedArgs& args, bool spec_given) {
                           {"generation_tokens_per_s", tg.mean},
                           {"generation_tokens_per_s_stddev", tg.stddev},
                           {"kv_cache_bytes", result->kv_cache_bytes},
+                          {"kv_peak_bytes", result->kv_peak_bytes},
+                          {"kv_peak_tokens", result->kv_peak_tokens},
                           {"peak_rss_bytes", rss},
                           {"stages", stage_stats_json(options.engine.pipeline)}};
     std::printf("%s\n", out.dump().c_str());
@@ -142,8 +160,7 @@ int run_speed(SpeedArgs& args, bool spec_given) {
                 options.n_prompt, pp.mean, pp.stddev);
     std::printf("| %s | %d | tg%d | %.2f ± %.2f |\n", model.c_str(), result->n_threads,
                 options.n_gen, tg.mean, tg.stddev);
-    std::printf("peak RSS %.1f MiB, KV cache %.1f MiB\n", static_cast<double>(rss) / (1 << 20),
-                static_cast<double>(result->kv_cache_bytes) / (1 << 20));
+    print_memory(*result, rss);
   }
   return 0;
 }

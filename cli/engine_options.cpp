@@ -29,6 +29,9 @@ void EngineOptions::add_to(CLI::App& app, bool model_required) {
       ->capture_default_str();
   app.add_option("--kv-type-k", kv_type_k, "The keys' type, when it differs from --kv-type");
   app.add_option("--kv-type-v", kv_type_v, "The values' type, when it differs from --kv-type");
+  app.add_flag("--swa-full", swa_full,
+               "Sliding-window layers (Gemma 3's local ones) keep the whole context's KV instead "
+               "of their window's (implied by --cache-dir and --pipeline)");
   app.add_option("--batch-tokens", batch_tokens, "Prefill chunk size in tokens")
       ->capture_default_str();
   app.add_option("--prefix-cache", prefix_cache,
@@ -165,6 +168,7 @@ Result<EngineConfig> EngineOptions::engine_config() const {
   Result<KvType> value = kv_type_v.empty() ? both : kv_type_of("--kv-type-v", kv_type_v);
   if (!value.ok()) return value.error();
   config.kv_types = KvTypes{*key, *value};
+  config.swa_full = swa_full;
   if (prefix_cache != "on" && prefix_cache != "off")
     return Error{"--prefix-cache must be on or off, not '" + prefix_cache + "'"};
   config.prefix_cache.enabled = prefix_cache == "on";

@@ -18,6 +18,7 @@ struct EngineOptions {
   std::string kv_type = "f16";
   std::string kv_type_k;  // empty: --kv-type
   std::string kv_type_v;
+  bool swa_full = false;
   int32_t batch_tokens = 256;
   std::string prefix_cache = "on";
   std::string spec = "on";

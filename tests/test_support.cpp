@@ -100,6 +100,11 @@ const std::string& tiny_draft_model() {
   return path;
 }
 
+const std::string& tiny_gemma3_engine_model() {
+  static const std::string path = synth_tiny("engine-tiny-gemma3.gguf", "gemma3", 9);
+  return path;
+}
+
 const std::string& tiny_moe_engine_model() {
   static const std::string path = synth_tiny("engine-tiny-gpt-oss.gguf", "gpt-oss", 9);
   return path;

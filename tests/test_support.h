@@ -35,6 +35,8 @@ const std::string& tiny_draft_model();
 // The tiny preset recast as gpt-oss (Q8_0): a mixture of experts with biases, attention sinks and
 // window layers, for the tests that run every family's machinery through the engine.
 const std::string& tiny_moe_engine_model();
+// The tiny preset recast as gemma3 (Q8_0): a window of 32 positions on layers 0 and 2 of 4.
+const std::string& tiny_gemma3_engine_model();
 
 // How many repetitions a stress or randomized test runs: `full` times TRELLIS_TEST_SCALE (a
 // number in (0, 1], default 1), rounded up, and never below `minimum`. The sanitizer runs set

@@ -116,6 +116,8 @@ Result<SpeedResult> run_batched(const SpeedOptions& options, const Observer& obs
   }
   result.n_threads = engine.n_threads();
   result.kv_cache_bytes = engine.kv_bytes();
+  result.kv_peak_bytes = engine.stats().peak_kv_bytes_in_use();
+  result.kv_peak_tokens = options.n_prompt + int64_t{max_n} * options.n_gen;
   return result;
 }
 
@@ -147,6 +149,8 @@ Result<SpeedResult> run_at_depths(const SpeedOptions& options, const Observer& o
   }
   result.n_threads = engine.n_threads();
   result.kv_cache_bytes = engine.kv_bytes();
+  result.kv_peak_bytes = engine.stats().peak_kv_bytes_in_use();
+  result.kv_peak_tokens = int64_t{max_depth} + options.n_gen;
   return result;
 }
 
@@ -193,6 +197,8 @@ Result<SpeedResult> run_speed_bench(const SpeedOptions& options, const Observer&
   result.generation_tokens_per_s = stats(tg);
   result.n_threads = engine.n_threads();
   result.kv_cache_bytes = engine.kv_bytes();
+  result.kv_peak_bytes = engine.stats().peak_kv_bytes_in_use();
+  result.kv_peak_tokens = options.n_prompt;
   return result;
 }
 

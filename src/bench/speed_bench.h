@@ -66,6 +66,11 @@ struct SpeedResult {
   std::vector<DepthSpeed> depths;   // at depth: one per depth (pp and tg are then unset)
   int n_threads = 0;
   size_t kv_cache_bytes = 0;
+  // The most KV memory the requests held at once (EngineStats::peak_kv_bytes_in_use), and the
+  // token positions it was for: the prompt (pp), the deepest context and its generated tokens (at
+  // depth), the prompt and every sequence's generated tokens (batched).
+  size_t kv_peak_bytes = 0;
+  int64_t kv_peak_tokens = 0;
 };
 
 // Errors: a size that is not positive, the engine, a failed request. Progress: stage "speed",

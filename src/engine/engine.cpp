@@ -169,9 +169,12 @@ Status Engine::init_from_file(const std::string& model_path, const EngineConfig&
   file_ = std::move(loaded->file);
   model_ = std::move(loaded->model);
   tokenizer_ = std::move(loaded->tokenizer);
+  // Window pages are not sent down a pipeline nor kept by the disk tier: both need whole blocks.
+  const KvWindowing windowing{!config.swa_full && pipeline == nullptr && config.cache_dir.empty(),
+                              config.scheduler.max_batch_tokens, config.scheduler.max_seqs};
   Result<KvRuntime> runtime =
       create_kv_runtime(*model_, config.block_size, config.kv_types, config.n_ctx, config.kv_bytes,
-                        config.kv_tokens, config.prefix_cache);
+                        config.kv_tokens, config.prefix_cache, windowing);
   if (!runtime.ok()) return runtime.error();
   adopt_kv(std::move(runtime).value());
   // No sequence grows beyond the context: RoPE is fixed for it (LongRoPE's factor choice).
@@ -239,6 +242,7 @@ void Engine::adopt_kv(KvRuntime runtime) {
   n_ctx_ = runtime.n_ctx;
   kv_ = std::move(runtime.kv);
   blocks_ = std::move(runtime.blocks);
+  pages_ = std::move(runtime.pages);
   cache_ = std::move(runtime.cache);
 }
 
@@ -267,6 +271,9 @@ Status Engine::init_loop(const EngineConfig& config) {
   logits_.reserve(max_rows, static_cast<size_t>(n_vocab_));
   active_.reserve(static_cast<size_t>(sc.max_seqs));
   stats_.n_blocks_total = blocks_->n_total();
+  stats_.block_bytes = kv_->layout().bytes_per_block();
+  stats_.page_bytes = pages_ != nullptr ? kv_->layout().bytes_per_page() : 0;
+  stats_.n_window_pages_total = pages_ != nullptr ? pages_->n_total() : 0;
   stats_.n_blocks_free = blocks_->n_free();
   grammars_ = std::make_unique<GrammarRegistry>(*tokenizer_);
   jump_forward_ = config.jump_forward;
@@ -897,6 +904,14 @@ void Engine::refresh_stats(int64_t n_new_preemptions, double plan_ms) {
   stats_.n_blocks_allocated = blocks_->n_allocated();
   stats_.n_blocks_acquired = blocks_->n_acquired();
   stats_.n_blocks_evicted = blocks_->n_evicted();
+  stats_.peak_blocks_in_use = blocks_->peak_in_use();
+  if (pages_ != nullptr) {
+    stats_.n_window_pages_total = pages_->n_total();
+    stats_.n_window_pages_held = pages_->n_held();
+    stats_.n_window_pages_evictable = pages_->n_evictable();
+    stats_.peak_window_pages_held = pages_->peak_held();
+    stats_.n_window_pages_evicted = pages_->n_evicted();
+  }
   stats_.n_running = static_cast<int32_t>(scheduler_->running().size());
   stats_.n_waiting = static_cast<int32_t>(scheduler_->waiting().size());
   stats_.n_cache_leaves = cache_->tree().n_leaves();

@@ -51,13 +51,16 @@ namespace trellis {
 struct EngineConfig {
   int n_threads = 0;        // 0: all cores
   int32_t block_size = 32;  // KV tokens per block
-  KvTypes kv_types;  // of keys and of values
-  int32_t n_ctx = 0;  // tokens per sequence; 0: the model's training context
+  KvTypes kv_types;         // of keys and of values
+  int32_t n_ctx = 0;        // tokens per sequence; 0: the model's training context
   // The pool: a memory budget in bytes, else a token count, else (both 0) four contexts. A pool
   // smaller than one context plus a block shortens the context so that one request always fits.
   int64_t kv_bytes = 0;
   int64_t kv_tokens = 0;
   PrefixCacheConfig prefix_cache;
+  // Sliding-window layers (Gemma 3's local ones) keep every position's KV, as global layers do,
+  // instead of their window only (llama.cpp's --swa-full). The disk tier and a pipeline imply it.
+  bool swa_full = false;
   SchedulerConfig scheduler;  // its max_batch_tokens also sizes the forward pass's workspace
   // The model's layers split over processes, this one the first stage (null: all held here). It
   // must outlive the engine.
@@ -229,6 +232,21 @@ struct EngineStats {
   int64_t n_blocks_allocated = 0;
   int64_t n_blocks_acquired = 0;
   int64_t n_blocks_evicted = 0;
+  int32_t peak_blocks_in_use = 0;
+  // Sliding-window layers' pages (kv/window_pages.h); all 0 when every layer lives in blocks.
+  int32_t n_window_pages_total = 0;
+  int32_t n_window_pages_held = 0;       // by requests, for their windows
+  int32_t n_window_pages_evictable = 0;  // kept for the cache's prefixes
+  int32_t peak_window_pages_held = 0;
+  int64_t n_window_pages_evicted = 0;
+  size_t block_bytes = 0;  // what one block holds (the layers not in window pages)
+  size_t page_bytes = 0;   // what one window page holds (0: none)
+  // The most KV memory requests held at once (their blocks and window pages; what only the cache
+  // keeps is not counted: it goes when needed).
+  size_t peak_kv_bytes_in_use() const {
+    return static_cast<size_t>(peak_blocks_in_use) * block_bytes +
+           static_cast<size_t>(peak_window_pages_held) * page_bytes;
+  }
   int32_t n_running = 0;
   int32_t n_waiting = 0;
   int64_t n_cache_leaves = 0;  // radix tree leaves: cached sequences that extend no other
@@ -395,6 +413,7 @@ class Engine {
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<KvStorage> kv_;
   std::unique_ptr<BlockPool> blocks_;
+  std::unique_ptr<WindowPages> pages_;  // null without sliding-window layers kept apart
   std::unique_ptr<PrefixCache> cache_;
   std::unique_ptr<DiskPrefixTier> disk_;  // null without --cache-dir
   std::unique_ptr<Scheduler> scheduler_;

@@ -33,11 +33,30 @@ Result<LoadedModel> load_model(const std::string& path, const ChooseLayers& choo
   return loaded;
 }
 
+namespace {
+
+// Window pages out of a byte budget: those wanted, up to half the budget, at least one request's.
+int32_t pages_for_budget(const KvLayout& layout, int64_t kv_bytes, WindowPageNeed need) {
+  const int64_t wanted = int64_t{need.pages_per_seq} * need.max_seqs;
+  if (kv_bytes <= 0) return static_cast<int32_t>(wanted);
+  const int64_t affordable = kv_bytes / 2 / static_cast<int64_t>(layout.bytes_per_page());
+  return static_cast<int32_t>(std::max<int64_t>(need.pages_per_seq, std::min(wanted, affordable)));
+}
+
+}  // namespace
+
 Result<KvPoolSize> size_kv_pool(const KvLayout& layout, int32_t n_ctx, int64_t kv_bytes,
-                                int64_t kv_tokens) {
+                                int64_t kv_tokens, WindowPageNeed pages) {
   const int32_t B = layout.block_size;
+  const bool windowed = layout.n_windowed_layers() > 0 && pages.pages_per_seq > 0;
+  const int32_t n_pages = windowed ? pages_for_budget(layout, kv_bytes, pages) : 0;
+  const int64_t block_budget =
+      kv_bytes - int64_t{n_pages} * static_cast<int64_t>(windowed ? layout.bytes_per_page() : 0);
   Result<int32_t> n_blocks =
-      kv_bytes > 0    ? blocks_for_bytes(kv_bytes, static_cast<int64_t>(layout.bytes_per_block()))
+      kv_bytes > 0
+          ? (block_budget > 0
+                 ? blocks_for_bytes(block_budget, static_cast<int64_t>(layout.bytes_per_block()))
+                 : Result<int32_t>(Error{"the window pages take it all"}))
       : kv_tokens > 0 ? blocks_for_tokens(kv_tokens, B)
                       : blocks_for_tokens(4 * int64_t{n_ctx}, B);
   if (!n_blocks.ok()) return Error{"KV pool size: " + n_blocks.error().message};
@@ -47,33 +66,57 @@ Result<KvPoolSize> size_kv_pool(const KvLayout& layout, int32_t n_ctx, int64_t k
                  " block(s) is too small: it needs at least 2 blocks of " + std::to_string(B) +
                  " tokens"};
   }
-  return KvPoolSize{*n_blocks, std::min(n_ctx, (*n_blocks - 1) * B)};
+  return KvPoolSize{*n_blocks, n_pages, std::min(n_ctx, (*n_blocks - 1) * B)};
 }
 
 Result<KvRuntime> create_kv_runtime(const Model& model, int32_t block_size, KvTypes kv_types,
                                     int32_t n_ctx, int64_t kv_bytes, int64_t kv_tokens,
-                                    const PrefixCacheConfig& prefix_cache) {
+                                    const PrefixCacheConfig& prefix_cache,
+                                    const KvWindowing& windowing) {
   if (n_ctx <= 0) n_ctx = static_cast<int32_t>(model.hparams().n_ctx_train);
+  KvLayout layout = model.kv_layout(block_size, kv_types);
+  WindowPolicy window;
+  const ModelHParams& hp = model.hparams();
+  if (windowing.windows_only && hp.n_swa > 0 && hp.n_swa < n_ctx) {
+    for (int64_t il = model.layer_range().begin; il < model.layer_range().end; ++il)
+      layout.windowed.push_back(hp.is_local_layer(il) ? 1 : 0);
+    window = WindowPolicy{nullptr, hp.n_swa, windowing.max_step_tokens};
+  }
   // A pool's budget covers every layer, wherever they are held: the blocks are counted for the
   // whole model, and a pipeline stage stores its layers' share of each.
-  return create_kv_runtime(model.kv_layout(block_size, kv_types), model.hparams().n_layer, n_ctx,
-                           kv_bytes, kv_tokens, prefix_cache);
+  return create_kv_runtime(layout, hp.n_layer, n_ctx, kv_bytes, kv_tokens, prefix_cache, window,
+                           windowing.max_seqs);
 }
 
 Result<KvRuntime> create_kv_runtime(const KvLayout& layout, int64_t n_layer_total, int32_t n_ctx,
                                     int64_t kv_bytes, int64_t kv_tokens,
-                                    const PrefixCacheConfig& prefix_cache) {
+                                    const PrefixCacheConfig& prefix_cache, WindowPolicy window,
+                                    int32_t max_seqs) {
   KvLayout whole = layout;
   whole.n_layer = n_layer_total;
-  Result<KvPoolSize> size = size_kv_pool(whole, n_ctx, kv_bytes, kv_tokens);
+  if (!layout.windowed.empty() && n_layer_total != layout.n_layer) whole.windowed.clear();
+  const bool windowed = whole.n_windowed_layers() > 0 && window.n_swa > 0;
+  if (!windowed) {
+    whole.windowed.clear();
+    window = {};
+  }
+  const WindowPageNeed need{windowed ? PrefixCache::page_quota(whole.block_size, window) : 0,
+                            max_seqs};
+  Result<KvPoolSize> size = size_kv_pool(whole, n_ctx, kv_bytes, kv_tokens, need);
   if (!size.ok()) return size.error();
-  Result<KvStorage> kv = KvStorage::create(layout, size->n_blocks);
+  KvLayout stored = layout;
+  if (!windowed) stored.windowed.clear();
+  Result<KvStorage> kv = KvStorage::create(stored, size->n_blocks, size->n_pages);
   if (!kv.ok()) return kv.error();
   KvRuntime runtime;
   runtime.n_ctx = size->n_ctx;
   runtime.kv = std::make_unique<KvStorage>(std::move(kv).value());
   runtime.blocks = std::make_unique<BlockPool>(size->n_blocks);
-  runtime.cache = std::make_unique<PrefixCache>(*runtime.blocks, *runtime.kv, prefix_cache);
+  if (windowed) {
+    runtime.pages = std::make_unique<WindowPages>(*runtime.kv, *runtime.blocks);
+    window.pages = runtime.pages.get();
+  }
+  runtime.cache = std::make_unique<PrefixCache>(*runtime.blocks, *runtime.kv, prefix_cache, window);
   return runtime;
 }
 

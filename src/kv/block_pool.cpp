@@ -49,8 +49,14 @@ void BlockPool::retain(BlockId id) {
 void BlockPool::release(BlockId id) {
   assert(request_refs(id) > 0);
   const int32_t old_rc = refcount(id);
-  if (--refcounts_[index(id)] == 0) free_list_.push_back(id);
+  const bool freed = --refcounts_[index(id)] == 0;
   account(id, old_rc, tree_refs(id));
+  if (freed) push_free(id);
+}
+
+void BlockPool::push_free(BlockId id) {
+  free_list_.push_back(id);
+  if (on_free_) on_free_(id);
 }
 
 void BlockPool::release_all(const std::vector<BlockId>& ids) {
@@ -83,8 +89,8 @@ bool BlockPool::drop_tree_ref(BlockId id) {
   const int32_t old_tr = tree_refs(id);
   --tree_refs_[index(id)];
   const bool freed = --refcounts_[index(id)] == 0;
-  if (freed) free_list_.push_back(id);
   account(id, old_rc, old_tr);
+  if (freed) push_free(id);
   return freed;
 }
 

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -86,6 +87,10 @@ class BlockPool {
   // generation it was written in (a draft model's KV, spec/draft_model.h, is tracked this way).
   uint32_t generation(BlockId id) const { return generations_[index(id)]; }
 
+  // Told of every block that goes back to the free list, after it went (the window pages, kv/
+  // window_pages.h, give up what they kept for it). Must not call back into the pool.
+  void set_free_listener(std::function<void(BlockId)> listener) { on_free_ = std::move(listener); }
+
   // Free blocks appear on the free list exactly once with refcount 0; held blocks have
   // refcount > 0 and 0 <= tree_refs <= refcount; the state counts agree with a recount and
   // free + cached-only + in-use == total. O(n_total).
@@ -97,11 +102,13 @@ class BlockPool {
   bool drop_tree_ref(BlockId id);
   // Moves the state counts from the block's state before a change to its state after it.
   void account(BlockId id, int32_t old_refcount, int32_t old_tree_refs);
+  void push_free(BlockId id);
 
   std::vector<int32_t> refcounts_;
   std::vector<int32_t> tree_refs_;
   std::vector<uint32_t> generations_;
   std::vector<BlockId> free_list_;  // a stack: back() is handed out next
+  std::function<void(BlockId)> on_free_;
   int32_t n_cached_ = 0;
   int32_t n_in_use_ = 0;
   int32_t peak_used_ = 0;

@@ -9,6 +9,16 @@
 // an f16 scale, then 32 int8 codes or 16 bytes of 4-bit codes), so a quantized row is head_dim / 32
 // blocks. Keeping one head's slots contiguous lets attention stream a head's keys without striding.
 // KvStorage knows nothing of who owns a block: the block pool and block tables decide that.
+//
+// Layers that attend to a sliding window only (KvLayout::windowed) may be kept apart, in pages:
+// a block then holds the other layers, and page_of(block) the windowed layers' KV of the same
+// positions, or none once no reader is left for it (kv/window_pages.h decides when):
+//
+//   block b:  the full-attention layers, as above
+//   page page_of(b) (or -1):  the windowed layers, in the same order
+//
+// keys() and values() find either, so kernels read a block table the same way for every layer;
+// only positions that a windowed layer's window reaches may be read through it.
 #pragma once
 
 #include <cstddef>
@@ -55,25 +65,51 @@ struct KvLayout {
   int64_t head_dim = 0;
   int32_t block_size = 32;  // token positions per block
   KvTypes types = {};
+  // windowed[l] != 0: layer l's KV lives in window pages; empty: every layer lives in blocks.
+  std::vector<uint8_t> windowed = {};
 
   size_t key_row_bytes() const { return kv_row_bytes(types.key, head_dim); }
   size_t value_row_bytes() const { return kv_row_bytes(types.value, head_dim); }
-  // K and V of all layers for one token position: n_layer x n_kv_heads rows of each.
-  size_t bytes_per_token() const {
-    return static_cast<size_t>(n_layer * n_kv_heads) * (key_row_bytes() + value_row_bytes());
+  bool is_windowed(int64_t layer) const {
+    return !windowed.empty() && windowed[static_cast<size_t>(layer)] != 0;
   }
-  size_t bytes_per_block() const { return bytes_per_token() * static_cast<size_t>(block_size); }
+  int64_t n_windowed_layers() const;
+  // K and V of all layers for one token position: n_layer x n_kv_heads rows of each.
+  size_t bytes_per_token() const { return bytes_per_layer_token() * static_cast<size_t>(n_layer); }
+  // What a block holds: its positions' KV in every layer that is not windowed.
+  size_t bytes_per_block() const {
+    return bytes_per_layer_token() * static_cast<size_t>(n_layer - n_windowed_layers()) *
+           static_cast<size_t>(block_size);
+  }
+  // What a window page holds: the same positions' KV in the windowed layers.
+  size_t bytes_per_page() const {
+    return bytes_per_layer_token() * static_cast<size_t>(n_windowed_layers() * block_size);
+  }
+  // One layer's K and V for one position.
+  size_t bytes_per_layer_token() const {
+    return static_cast<size_t>(n_kv_heads) * (key_row_bytes() + value_row_bytes());
+  }
 };
 
 class KvStorage {
  public:
-  // Allocates n_blocks blocks up front; fails cleanly when the memory is not available, or when a
-  // quantized type's blocks do not tile a head (head_dim not a multiple of 32).
-  static Result<KvStorage> create(const KvLayout& layout, int32_t n_blocks);
+  // Allocates n_blocks blocks (and n_pages window pages, when the layout has windowed layers) up
+  // front; fails cleanly when the memory is not available, when a quantized type's blocks do not
+  // tile a head (head_dim not a multiple of 32), or when windowed layers get no page.
+  static Result<KvStorage> create(const KvLayout& layout, int32_t n_blocks, int32_t n_pages = 0);
 
   const KvLayout& layout() const { return layout_; }
   int32_t n_blocks() const { return n_blocks_; }
-  size_t bytes() const { return layout_.bytes_per_block() * static_cast<size_t>(n_blocks_); }
+  int32_t n_pages() const { return n_pages_; }
+  size_t bytes() const {
+    return layout_.bytes_per_block() * static_cast<size_t>(n_blocks_) +
+           layout_.bytes_per_page() * static_cast<size_t>(n_pages_);
+  }
+
+  // The window page holding block `block`'s windowed layers, or -1. Set by the page owner
+  // (kv/window_pages.h) between forward passes.
+  int32_t page_of(int32_t block) const { return page_of_[static_cast<size_t>(block)]; }
+  void set_page(int32_t block, int32_t page) { page_of_[static_cast<size_t>(block)] = page; }
 
   // Start of the [slot][head_dim] run of one head's keys (or values) in one block and layer.
   uint8_t* keys(int32_t block, int64_t layer, int64_t kv_head) {
@@ -90,12 +126,16 @@ class KvStorage {
   }
   // All of one block's bytes (every layer's keys and values), bytes_per_block() long: blocks are
   // contiguous, so a whole block can be saved and restored as one run (the disk tier).
-  uint8_t* block_data(int32_t block) { return base(block, 0, 0, 0); }
+  // Precondition: no layer is windowed.
+  uint8_t* block_data(int32_t block) {
+    return storage_.get() + static_cast<size_t>(block) * layout_.bytes_per_block();
+  }
   const uint8_t* block_data(int32_t block) const {
     return const_cast<KvStorage*>(this)->block_data(block);
   }
   // Copies every layer's keys and values of slots [0, n_slots) from block `src` to block `dst`
-  // (copy-on-write of a partially shared block).
+  // (copy-on-write of a partially shared block). Precondition: with windowed layers, both blocks
+  // have a page.
   void copy_block(int32_t src, int32_t dst, int32_t n_slots);
   // When the layers are split over processes, every one of them must make the same copies in its
   // own storage: with a log, copy_block also appends each copy to it (null: no log).
@@ -104,14 +144,23 @@ class KvStorage {
  private:
   uint8_t* base(int32_t block, int64_t layer, int kv, int64_t kv_head);
 
-  KvLayout layout_;
-  int32_t n_blocks_ = 0;
-  size_t key_run_bytes_ = 0;    // block_size key rows
-  size_t value_run_bytes_ = 0;  // block_size value rows
   struct FreeBytes {
     void operator()(uint8_t* p) const { std::free(p); }
   };
-  std::unique_ptr<uint8_t[], FreeBytes> storage_;
+  using Memory = std::unique_ptr<uint8_t[], FreeBytes>;
+  static Result<Memory> allocate(size_t bytes);
+
+  KvLayout layout_;
+  int32_t n_blocks_ = 0;
+  int32_t n_pages_ = 0;
+  size_t key_run_bytes_ = 0;    // block_size key rows
+  size_t value_run_bytes_ = 0;  // block_size value rows
+  // Layer l is the group_index_[l]-th layer of its kind (windowed or not), which is its place in
+  // a page or a block.
+  std::vector<int64_t> group_index_;
+  std::vector<int32_t> page_of_;  // per block, -1: no page
+  Memory storage_;
+  Memory pages_;
   std::vector<BlockCopy>* copy_log_ = nullptr;
 };
 

@@ -14,8 +14,12 @@ SequenceKv::SequenceKv(SequenceKv&& other) noexcept
       lock_(std::move(other.lock_)),
       n_cached_tokens_(other.n_cached_tokens_),
       n_blocks_allocated_(other.n_blocks_allocated_),
-      n_blocks_acquired_(other.n_blocks_acquired_) {
+      n_blocks_acquired_(other.n_blocks_acquired_),
+      window_begin_(other.window_begin_),
+      window_end_(other.window_end_),
+      page_quota_(std::exchange(other.page_quota_, 0)) {
   other.block_table_.clear();
+  other.window_begin_ = other.window_end_ = 0;
 }
 
 SequenceKv& SequenceKv::operator=(SequenceKv&& other) noexcept {
@@ -29,6 +33,9 @@ SequenceKv& SequenceKv::operator=(SequenceKv&& other) noexcept {
     n_cached_tokens_ = other.n_cached_tokens_;
     n_blocks_allocated_ = other.n_blocks_allocated_;
     n_blocks_acquired_ = other.n_blocks_acquired_;
+    window_begin_ = std::exchange(other.window_begin_, 0);
+    window_end_ = std::exchange(other.window_end_, 0);
+    page_quota_ = std::exchange(other.page_quota_, 0);
   }
   return *this;
 }
@@ -47,17 +54,82 @@ int32_t SequenceKv::capacity_tokens() const {
   return cache_ == nullptr ? 0 : static_cast<int32_t>(block_table_.size()) * cache_->block_size();
 }
 
-PrefixCache::PrefixCache(BlockPool& pool, KvStorage& kv, PrefixCacheConfig config)
+PrefixCache::PrefixCache(BlockPool& pool, KvStorage& kv, PrefixCacheConfig config,
+                         WindowPolicy window)
     : pool_(pool),
       kv_(kv),
       config_(config),
+      window_(window),
       tree_(pool, RadixTreeConfig{kv.layout().block_size, config.mode}) {
   assert(kv.n_blocks() >= pool.n_total());
+  assert(!windowed() || (window.n_swa > 0 && window.max_step_tokens > 0));
+  if (windowed()) page_quota_ = page_quota(block_size(), window);
 }
 
 PrefixMatch PrefixCache::match(std::string_view ns, std::span<const TokenId> prompt) const {
   if (!config_.enabled || prompt.empty()) return {};
-  return tree_.match_prefix(ns, prompt, static_cast<int32_t>(prompt.size()) - 1);
+  PrefixMatch m = tree_.match_prefix(ns, prompt, static_cast<int32_t>(prompt.size()) - 1);
+  if (!windowed()) return m;
+  // A shorter match may end in another block version (a parent's tail): check it again.
+  for (int32_t n = usable_length(m); n < m.n_tokens; n = usable_length(m))
+    m = tree_.match_prefix(ns, prompt, n);
+  return m;
+}
+
+int32_t PrefixCache::usable_length(const PrefixMatch& match) const {
+  const int32_t B = block_size();
+  int32_t n = match.n_tokens;
+  while (n > 0) {
+    int32_t missing = -1;
+    for (int32_t j = (n - 1) / B; j >= window_start(n) / B && missing < 0; --j)
+      if (!window_.pages->has_page(match.blocks[static_cast<size_t>(j)])) missing = j;
+    if (missing < 0) return n;
+    n = missing * B;  // every longer length's window reaches block `missing`
+  }
+  return 0;
+}
+
+Status PrefixCache::reserve_pages(SequenceKv& seq) {
+  if (!windowed()) return {};
+  if (!window_.pages->try_reserve(page_quota_)) {
+    return Error{"the KV window pages are all reserved: " + std::to_string(page_quota_) +
+                 " needed, " + std::to_string(window_.pages->n_reserved()) + " of " +
+                 std::to_string(window_.pages->n_total()) + " reserved by running requests"};
+  }
+  seq.page_quota_ = page_quota_;
+  return {};
+}
+
+void PrefixCache::hold_window_of(SequenceKv& seq, int32_t n_tokens) {
+  if (!windowed()) return;
+  const int32_t B = block_size();
+  seq.window_begin_ = seq.window_end_ = window_start(n_tokens) / B;
+  // Written or shared blocks must still have their pages: match() and fork() see to it.
+  for (int32_t j = seq.window_begin_; j < n_tokens / B; ++j)
+    assert(window_.pages->has_page(seq.block_table_[static_cast<size_t>(j)]));
+  prepare_window(seq, n_tokens, n_tokens);
+}
+
+void PrefixCache::prepare_window(SequenceKv& seq, int32_t begin, int32_t end) {
+  if (!windowed()) return;
+  assert(seq.cache_ == this && begin <= end && end - begin <= window_.max_step_tokens);
+  assert(end <= seq.capacity_tokens());
+  const int32_t B = block_size();
+  const int32_t first = window_start(begin) / B;
+  while (seq.window_begin_ < first && seq.window_begin_ < seq.window_end_)
+    window_.pages->let_go(seq.block_table_[static_cast<size_t>(seq.window_begin_++)]);
+  if (seq.window_begin_ == seq.window_end_)
+    seq.window_begin_ = seq.window_end_ = std::max(seq.window_begin_, first);
+  for (const int32_t last = (end + B - 1) / B; seq.window_end_ < last; ++seq.window_end_)
+    window_.pages->hold(seq.block_table_[static_cast<size_t>(seq.window_end_)]);
+}
+
+void PrefixCache::let_go_window(SequenceKv& seq) {
+  if (!windowed()) return;
+  while (seq.window_end_ > seq.window_begin_)
+    window_.pages->let_go(seq.block_table_[static_cast<size_t>(--seq.window_end_)]);
+  window_.pages->unreserve(seq.page_quota_);
+  seq.page_quota_ = 0;
 }
 
 Status PrefixCache::make_free(int32_t n_blocks) {
@@ -81,9 +153,13 @@ Result<SequenceKv> PrefixCache::admit(std::string_view ns, const PrefixMatch& ma
   // Lock first: evicting to make room must not take the matched path (nor the partial block that
   // is about to be copied).
   PrefixLock lock = tree_.lock(match);
-  TRELLIS_TRY(make_free(n_fresh));
-
   SequenceKv seq;
+  TRELLIS_TRY(reserve_pages(seq));
+  if (Status room = make_free(n_fresh); !room.ok()) {
+    if (windowed()) window_.pages->unreserve(seq.page_quota_);
+    return room.error();
+  }
+
   seq.cache_ = this;
   seq.ns_ = std::string(ns);
   seq.block_table_.reserve(static_cast<size_t>(match.n_full_blocks + n_fresh));
@@ -92,11 +168,15 @@ Result<SequenceKv> PrefixCache::admit(std::string_view ns, const PrefixMatch& ma
     seq.block_table_.push_back(match.blocks[static_cast<size_t>(j)]);
   }
   pool_.alloc(n_fresh, seq.block_table_);
+  // Held while the copy's page is attached, which may evict an evictable page.
+  if (match.has_partial_block() && windowed()) window_.pages->hold(match.partial_block());
+  hold_window_of(seq, match.n_tokens);
   if (match.has_partial_block()) {
     // Copy-on-write: the cached block stays read-only; this request continues in its own copy.
     kv_.copy_block(match.partial_block(),
                    seq.block_table_[static_cast<size_t>(match.n_full_blocks)],
                    match.n_partial_slots);
+    if (windowed()) window_.pages->let_go(match.partial_block());
   }
   seq.lock_ = std::move(lock);
   seq.n_cached_tokens_ = match.n_tokens;
@@ -109,16 +189,21 @@ Result<SequenceKv> PrefixCache::fork(const SequenceKv& parent, int32_t n_tokens)
   assert(parent.cache_ == this && n_tokens <= parent.capacity_tokens());
   const int32_t n_full = n_tokens / block_size();
   const int32_t n_partial_slots = n_tokens % block_size();
-  TRELLIS_TRY(make_free(n_partial_slots > 0 ? 1 : 0));
   SequenceKv child;
+  TRELLIS_TRY(reserve_pages(child));
+  if (Status room = make_free(n_partial_slots > 0 ? 1 : 0); !room.ok()) {
+    if (windowed()) window_.pages->unreserve(child.page_quota_);
+    return room.error();
+  }
   child.cache_ = this;
   child.ns_ = parent.ns_;
   for (int32_t j = 0; j < n_full; ++j) {
     pool_.retain(parent.block_table_[static_cast<size_t>(j)]);
     child.block_table_.push_back(parent.block_table_[static_cast<size_t>(j)]);
   }
+  if (n_partial_slots > 0) pool_.alloc(1, child.block_table_);
+  hold_window_of(child, n_tokens);  // the parent holds the same window, pages included
   if (n_partial_slots > 0) {
-    pool_.alloc(1, child.block_table_);
     kv_.copy_block(parent.block_table_[static_cast<size_t>(n_full)], child.block_table_.back(),
                    n_partial_slots);
   }
@@ -143,6 +228,8 @@ void PrefixCache::trim(SequenceKv& seq, int32_t n_tokens) {
   assert(seq.cache_ == this);
   const int32_t B = block_size();
   const auto n_kept = static_cast<size_t>(std::max(0, (n_tokens + B - 1) / B));
+  while (windowed() && seq.window_end_ > std::max(seq.window_begin_, static_cast<int32_t>(n_kept)))
+    window_.pages->let_go(seq.block_table_[static_cast<size_t>(--seq.window_end_)]);
   while (seq.block_table_.size() > n_kept) {
     pool_.release(seq.block_table_.back());
     seq.block_table_.pop_back();
@@ -165,7 +252,8 @@ void PrefixCache::insert(const SequenceKv& seq, std::span<const TokenId> tokens,
 bool PrefixCache::hold_for_restore(std::span<const BlockId> shared, int32_t n_fresh,
                                    std::vector<BlockId>& table) {
   table.clear();
-  if (!config_.enabled || n_fresh <= 0) return false;
+  // Restored blocks would need window pages: the disk tier keeps whole blocks only.
+  if (!config_.enabled || n_fresh <= 0 || windowed()) return false;
   // A request reference on each shared block keeps its node from being evicted below.
   table.assign(shared.begin(), shared.end());
   for (BlockId b : table) pool_.retain(b);
@@ -188,7 +276,19 @@ void PrefixCache::release_restore(std::vector<BlockId>& table) {
   table.clear();
 }
 
+Status PrefixCache::check_invariants() const {
+  TRELLIS_TRY(tree_.check_invariants());
+  if (!windowed()) return {};
+  TRELLIS_TRY(window_.pages->check_invariants());
+  if (pool_.n_in_use() == 0 && (window_.pages->n_held() != 0 || window_.pages->n_reserved() != 0)) {
+    return Error{"window pages: " + std::to_string(window_.pages->n_held()) + " held and " +
+                 std::to_string(window_.pages->n_reserved()) + " reserved with no request running"};
+  }
+  return {};
+}
+
 void PrefixCache::release(SequenceKv& seq) {
+  let_go_window(seq);
   pool_.release_all(seq.block_table_);
   seq.block_table_.clear();
   seq.lock_.reset();

@@ -18,12 +18,18 @@
 //                                              | (the first one starts as a copy of the
 //                                              |  matched partial block in TOKEN mode)
 //
+// Sliding-window layers (WindowPolicy): their KV lives in window pages (kv/window_pages.h). A
+// request holds the pages of the blocks its next step's window reaches (prepare_window before each
+// step) and lets go of older ones; a match is only as long as the cache still has the pages of
+// the window before its end (a shorter match otherwise).
+//
 // With the cache disabled match() finds nothing and insert() caches nothing: every block is fresh
 // and freed when the request ends, which is the baseline the cache is compared against.
 //
 // Not thread-safe: one owner (the engine loop).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -34,6 +40,7 @@
 #include "base/result.h"
 #include "kv/block_pool.h"
 #include "kv/kv_storage.h"
+#include "kv/window_pages.h"
 #include "prefix/radix_tree.h"
 
 namespace trellis {
@@ -41,6 +48,13 @@ namespace trellis {
 struct PrefixCacheConfig {
   bool enabled = true;  // off: no sharing, nothing cached
   MatchMode mode = MatchMode::TOKEN;
+};
+
+// Layers with a sliding window whose KV is kept for the window only.
+struct WindowPolicy {
+  WindowPages* pages = nullptr;  // null: no such layers (every block keeps every layer)
+  int32_t n_swa = 0;             // a query at position p reads positions (p - n_swa, p]
+  int32_t max_step_tokens = 1;   // the most positions one step computes for one sequence
 };
 
 class PrefixCache;
@@ -69,6 +83,9 @@ class SequenceKv {
   int32_t capacity_tokens() const;
   // Prompt tokens whose KV came from the cache (the match length).
   int32_t n_cached_tokens() const { return n_cached_tokens_; }
+  // Blocks whose window pages this request holds: [window_begin(), window_end()).
+  int32_t window_begin() const { return window_begin_; }
+  int32_t window_end() const { return window_end_; }
   // Blocks this request allocated fresh (copies of a partial block included) and blocks it
   // shared from the cache.
   int32_t n_blocks_allocated() const { return n_blocks_allocated_; }
@@ -84,21 +101,32 @@ class SequenceKv {
   int32_t n_cached_tokens_ = 0;
   int32_t n_blocks_allocated_ = 0;
   int32_t n_blocks_acquired_ = 0;
+  int32_t window_begin_ = 0;
+  int32_t window_end_ = 0;
+  int32_t page_quota_ = 0;  // window pages reserved for it
 };
 
 class PrefixCache {
  public:
-  // Preconditions: pool and kv outlive the cache; kv has at least pool.n_total() blocks.
-  PrefixCache(BlockPool& pool, KvStorage& kv, PrefixCacheConfig config);
+  // Preconditions: pool, kv and window.pages outlive the cache; kv has at least pool.n_total()
+  // blocks; window.pages are kv's.
+  PrefixCache(BlockPool& pool, KvStorage& kv, PrefixCacheConfig config, WindowPolicy window = {});
   PrefixCache(const PrefixCache&) = delete;
   PrefixCache& operator=(const PrefixCache&) = delete;
+
+  // The most window pages one sequence holds at once: the window before a step's first position,
+  // the step's own positions, and the source of a partial block's copy while it is copied.
+  static int32_t page_quota(int32_t block_size, const WindowPolicy& window) {
+    return (window.n_swa - 1 + window.max_step_tokens + block_size - 1) / block_size + 2;
+  }
 
   const PrefixCacheConfig& config() const { return config_; }
   int32_t block_size() const { return tree_.block_size(); }
 
   // The longest cached prefix of `prompt` in namespace `ns`, capped at prompt.size() - 1 so the
-  // last prompt token is always computed (its logits are needed). Empty when disabled. No side
-  // effects; valid until the next admit/reserve (which may evict).
+  // last prompt token is always computed (its logits are needed), and with windowed layers to a
+  // length whose window's pages are all there. Empty when disabled. No side effects; valid until
+  // the next admit/reserve/prepare_window (which may evict).
   PrefixMatch match(std::string_view ns, std::span<const TokenId> prompt) const;
 
   // Blocks admit(match, n_tokens) takes from the free list (after evicting).
@@ -123,6 +151,13 @@ class PrefixCache {
   // Grows seq's table to cover n_tokens positions, evicting cache leaves as needed. Errors, with
   // nothing changed, when the pool cannot supply the blocks.
   Status reserve(SequenceKv& seq, int32_t n_tokens);
+
+  // Before a step computes positions [begin, end) of seq (covered by its table): with windowed
+  // layers, seq lets go of the pages before the window of position `begin` and holds those from
+  // there to `end`. Never fails: admission reserved the pages. No-op without windowed layers.
+  // Precondition: end - begin <= the policy's max_step_tokens.
+  void prepare_window(SequenceKv& seq, int32_t begin, int32_t end);
+  const WindowPolicy& window() const { return window_; }
 
   // Shrinks seq's table to the blocks that cover n_tokens positions, releasing the ones after
   // them (speculative decoding wrote rejected guesses there; nothing was cached from them).
@@ -167,8 +202,9 @@ class PrefixCache {
 
   const BlockPool& pool() const { return pool_; }
   const RadixTree& tree() const { return tree_; }
-  // The pool's and the tree's invariants.
-  Status check_invariants() const { return tree_.check_invariants(); }
+  // The pool's, the tree's and the window pages' invariants; with no request running, no page is
+  // held or reserved.
+  Status check_invariants() const;
 
  private:
   friend class SequenceKv;
@@ -176,10 +212,23 @@ class PrefixCache {
   // evicting everything evictable would not suffice.
   Status make_free(int32_t n_blocks);
   void release(SequenceKv& seq);
+  bool windowed() const { return window_.pages != nullptr; }
+  // The first position a query at position p reads in a windowed layer.
+  int32_t window_start(int32_t p) const { return std::max(0, p - window_.n_swa + 1); }
+  // The longest length <= match.n_tokens whose window's blocks in `match` all have pages.
+  int32_t usable_length(const PrefixMatch& match) const;
+  // Reserves seq's window pages (no-op without windowed layers); errors when they are all taken.
+  Status reserve_pages(SequenceKv& seq);
+  // seq holds the pages of its blocks [window_start(n_tokens) / B, ceil(n_tokens / B)): the window
+  // of a sequence whose first n_tokens positions are written (or shared).
+  void hold_window_of(SequenceKv& seq, int32_t n_tokens);
+  void let_go_window(SequenceKv& seq);
 
   BlockPool& pool_;
   KvStorage& kv_;
   PrefixCacheConfig config_;
+  WindowPolicy window_;
+  int32_t page_quota_ = 0;  // the most pages a sequence holds at once (window + one step + copy)
   RadixTree tree_;
   EvictObserver spill_;
 };

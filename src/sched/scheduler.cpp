@@ -240,6 +240,9 @@ const StepPlan& Scheduler::plan() {
   for (Sequence* seq : waiting_) ++seq->n_steps_waiting;
   plan.preempted.assign(preempted_this_step_.begin(), preempted_this_step_.end());
   plan.n_tokens = config_.max_batch_tokens - budget;
+  // Sliding-window layers: each chunk's window pages are held, the older ones let go.
+  for (const ScheduledChunk& chunk : plan.chunks)
+    cache_.prepare_window(chunk.seq->kv, chunk.begin, chunk.begin + chunk.n_tokens);
   return plan;
 }
 

@@ -103,5 +103,56 @@ TEST(KvStorage, TypeNamesRoundTrip) {
   EXPECT_EQ(kv_types_name(KvTypes{KvType::Q8_0, KvType::F16}), "K q8_0, V f16");
 }
 
+// Layers 0, 1 and 3 of 4 windowed: blocks hold layer 2, pages layers 0, 1, 3.
+KvLayout windowed_layout() {
+  KvLayout layout{4, 2, 32, 4, KvTypes{}};
+  layout.windowed = {1, 1, 0, 1};
+  return layout;
+}
+
+TEST(KvStorage, WindowedLayersLiveInPagesAndTheOthersInBlocks) {
+  const KvLayout layout = windowed_layout();
+  EXPECT_EQ(layout.n_windowed_layers(), 3);
+  EXPECT_EQ(layout.bytes_per_block(), layout.bytes_per_token() / 4 * 4);  // 1 layer, 4 slots
+  EXPECT_EQ(layout.bytes_per_page(), layout.bytes_per_token() / 4 * 3 * 4);
+  EXPECT_FALSE(KvStorage::create(layout, 3).ok()) << "windowed layers without pages";
+  KvStorage kv = std::move(KvStorage::create(layout, 3, 2).value());
+  EXPECT_EQ(kv.bytes(), 3 * layout.bytes_per_block() + 2 * layout.bytes_per_page());
+  EXPECT_EQ(kv.page_of(1), -1);
+  kv.set_page(1, 1);
+  kv.set_page(2, 0);
+  // Layer 2 of block b is in block memory; the windowed layers of blocks 1 and 2 in their pages,
+  // apart from each other and from the blocks.
+  const uint8_t* block0 = kv.block_data(0);
+  EXPECT_EQ(kv.keys(1, 2, 0), block0 + layout.bytes_per_block());
+  std::set<const uint8_t*> starts;
+  for (int32_t b : {1, 2})
+    for (int64_t l : {0, 1, 3})
+      for (int64_t h = 0; h < 2; ++h) {
+        starts.insert(kv.keys(b, l, h));
+        starts.insert(kv.values(b, l, h));
+        const bool in_blocks =
+            kv.keys(b, l, h) >= block0 && kv.keys(b, l, h) < block0 + 3 * layout.bytes_per_block();
+        EXPECT_FALSE(in_blocks) << "block " << b << " layer " << l;
+      }
+  EXPECT_EQ(starts.size(), 2u * 3 * 2 * 2);
+  // Page 0 comes first: block 2's first windowed layer starts it.
+  EXPECT_LT(kv.keys(2, 0, 0), kv.keys(1, 0, 0));
+  EXPECT_EQ(kv.keys(1, 0, 0) - kv.keys(2, 0, 0), static_cast<ptrdiff_t>(layout.bytes_per_page()));
+}
+
+TEST(KvStorage, CopyBlockCopiesTheWindowedLayersPageToPage) {
+  const KvLayout layout = windowed_layout();
+  KvStorage kv = std::move(KvStorage::create(layout, 2, 2).value());
+  kv.set_page(0, 1);
+  kv.set_page(1, 0);
+  for (int64_t l = 0; l < 4; ++l) std::memset(kv.keys(0, l, 1), static_cast<int>(10 + l), 8);
+  kv.copy_block(0, 1, 2);
+  for (int64_t l = 0; l < 4; ++l) {
+    EXPECT_EQ(kv.keys(1, l, 1)[7], 10 + l) << "layer " << l;
+    EXPECT_EQ(kv.keys(1, l, 0)[0], 0) << "layer " << l;
+  }
+}
+
 }  // namespace
 }  // namespace trellis
