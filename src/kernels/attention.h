@@ -16,18 +16,37 @@ struct AttentionRow {
   int32_t position;
   const int32_t* block_table;
   int32_t first_position = 0;  // precondition: 0 <= first_position <= position
+  // Set by paged_attention on the pieces of a split row (see below), for the kernels: where they
+  // write each head's log of the sum of exp(score) over the row's positions (no sink with it).
+  float* lse = nullptr;
 };
 
-// Per-thread buffers for attention scores, sized for the longest context once.
+// Rows that read more than this many positions are split into pieces at the multiples of it (as
+// flash-decoding does), computed in parallel and merged in a fixed order, so that one long
+// sequence keeps every thread busy. Whether and where a row is split depends on its own positions
+// only, never on the batch or the threads.
+constexpr int64_t kAttentionSplitPositions = 1024;
+
+// Per-thread buffers for attention scores, sized for the longest context once, and the pieces of
+// split rows.
 class AttentionScratch {
  public:
+  // What the pieces of one call's split rows are computed in at once, at most (a call takes them
+  // in turns of this many floats, or one row's when that is more).
+  static constexpr int64_t kPieceFloats = int64_t{1} << 20;
+  explicit AttentionScratch(int64_t piece_floats = kPieceFloats) : piece_floats_(piece_floats) {}
+
+  int64_t piece_floats() const { return piece_floats_; }
   float* scores(int thread, int64_t n);  // grows only when n exceeds what that thread holds
+  float* pieces(int64_t n);              // grows only when n exceeds what it holds
   // Sizes every thread's buffer up front for attention of n_head query heads over up to n_ctx
   // positions of `layout`, so that paged_attention within those never allocates.
   void reserve(int n_threads, const KvLayout& layout, int64_t n_head, int64_t n_ctx);
 
  private:
+  int64_t piece_floats_;
   std::vector<std::vector<float>> per_thread_;
+  std::vector<float> pieces_;
 };
 
 // Writes the key and value of one token (n_kv_heads x head_dim f32 each) into its slot.
@@ -40,8 +59,10 @@ void kv_write(KvStorage& kv, int64_t layer, const AttentionRow& row, const float
 // h's softmax has one more term in its denominator, exp(sinks[h]), that weighs no value:
 //   softmax_j = exp(s_j - m) / (sum_i exp(s_i - m) + exp(sinks[h] - m)),  m = max(max_i s_i,
 //   sinks[h]).
-// q: [n_rows][n_head * head_dim], out: same shape. Each (row, head) is computed by one thread in a
-// fixed order, so results do not depend on the batch or the thread count.
+// q: [n_rows][n_head * head_dim], out: same shape. A row of more than kAttentionSplitPositions
+// positions is computed in pieces (the positions between consecutive multiples of it), each
+// (piece, head) by one thread, then merged by their log-sum-exp in piece order; a shorter row's
+// (row, head) by one thread. Either way results do not depend on the batch or the thread count.
 // Runs the fastest variant (best_kernel_isa()).
 void paged_attention(const KvStorage& kv, int64_t layer, const AttentionRow* rows, int64_t n_rows,
                      int64_t n_head, const float* q, float* out, ThreadPool& pool,

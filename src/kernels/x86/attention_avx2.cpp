@@ -89,6 +89,7 @@ void attend_head(const KvStorage& kv, int64_t layer, int64_t kv_head, const Atte
     scores[i] = expf(scores[i] - max_score);
     sum += scores[i];
   }
+  if (row.lse != nullptr) row.lse[0] = max_score + logf(sum);  // a piece: no sink
   const float inv_sum = 1.0f / sum;
 
   __m256 acc[kMaxHeadDim / 8];

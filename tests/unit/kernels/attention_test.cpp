@@ -349,6 +349,60 @@ TEST(PagedAttention, ResultsDoNotDependOnThreadsOrBatch) {
   }
 }
 
+// Rows longer than kAttentionSplitPositions are computed in pieces and merged: still within the
+// bound of exact arithmetic, with and without a window and sinks, and the same bits whatever the
+// threads and whatever else is in the batch.
+TEST(PagedAttention, LongRowsComputedInPiecesMatchExactArithmeticAndStayInvariant) {
+  static_assert(kAttentionSplitPositions == 1024, "the positions below straddle its multiples");
+  const std::vector<Shape> long_shapes = {
+      {8, 2, 64, 16, {2500, 1030, 7}},               // 3 pieces, 2 pieces (one of 6), whole
+      {4, 2, 64, 16, {2500, 1100, 40}, 1100, true},  // windows of 1100 from 1401: 2 pieces
+  };
+  for (KernelIsa isa : supported_isas()) {
+    for (const KvTypes& type : {KvTypes::both(KvType::F16), KvTypes::both(KvType::Q4_0)}) {
+      for (const Shape& shape : long_shapes) {
+        const Fixture f = Fixture::make(shape, type, 13);
+        const std::vector<float> one = f.run(isa, 1);
+        std::vector<double> exact;
+        for (size_t r = 0; r < shape.positions.size(); ++r) {
+          for (int64_t h = 0; h < shape.n_head; h += 3) {
+            const double bound = f.bound_and_exact(r, h, exact);
+            for (int64_t d = 0; d < shape.head_dim; ++d) {
+              const size_t i = (r * static_cast<size_t>(shape.n_head) + static_cast<size_t>(h)) *
+                                   static_cast<size_t>(shape.head_dim) +
+                               static_cast<size_t>(d);
+              ASSERT_NEAR(one[i], exact[static_cast<size_t>(d)], 2 * bound)
+                  << kernel_isa_name(isa) << " " << describe(shape, type) << " row " << r
+                  << " head " << h << " d " << d;
+            }
+          }
+        }
+        for (int n_threads : {2, 3})
+          EXPECT_EQ(f.run(isa, n_threads), one) << kernel_isa_name(isa) << " threads " << n_threads;
+        const size_t row_floats = static_cast<size_t>(shape.n_head * shape.head_dim);
+        for (size_t r = 0; r < shape.positions.size(); ++r) {
+          ThreadPool pool(2);
+          AttentionScratch scratch;
+          std::vector<float> alone(row_floats);
+          paged_attention(isa, f.kv, Fixture::kLayer, &f.rows[r], 1, shape.n_head,
+                          f.q.data() + r * row_floats, alone.data(), pool, scratch,
+                          f.sink_logits());
+          EXPECT_TRUE(std::equal(alone.begin(), alone.end(), one.begin() + r * row_floats))
+              << kernel_isa_name(isa) << " row " << r << " alone";
+        }
+        // Pieces taken in turns of one row's room: the same bits again.
+        ThreadPool pool(2);
+        AttentionScratch small(3 * shape.n_head * (shape.head_dim + 1));
+        std::vector<float> turns(f.q.size());
+        paged_attention(isa, f.kv, Fixture::kLayer, f.rows.data(),
+                        static_cast<int64_t>(f.rows.size()), shape.n_head, f.q.data(), turns.data(),
+                        pool, small, f.sink_logits());
+        EXPECT_EQ(turns, one) << kernel_isa_name(isa) << " in turns";
+      }
+    }
+  }
+}
+
 TEST(PagedAttention, GroupKernelGivesEachHeadTheBitsOfTheHeadKernel) {
   // paged_attention hands a GQA group's heads to attend_group at once where the table has one;
   // each head must come out as attend_head computes it alone. The shapes add a group larger than

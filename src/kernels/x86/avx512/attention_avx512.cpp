@@ -265,8 +265,9 @@ void attend_heads(const KvStorage& kv, int64_t layer, int64_t kv_head, const Att
     // The weights e_j / sum, sixteen at a time: the same products the output loop would form one
     // position at a time, taken out of it.
     // The sink joins the denominator only (exp(-infinity) = 0 without one).
-    const __m512 inv =
-        _mm512_set1_ps(1.0f / (_mm512_reduce_add_ps(total) + expf(sink_of(h) - max_score)));
+    const float sum = _mm512_reduce_add_ps(total) + expf(sink_of(h) - max_score);
+    if (row.lse != nullptr) row.lse[h] = max_score + logf(sum);  // a piece: no sink
+    const __m512 inv = _mm512_set1_ps(1.0f / sum);
     for (int64_t i = 0; i < n_scores; i += 16) {
       const __mmask16 lanes = first_lanes(n_scores - i);
       _mm512_mask_storeu_ps(scores + i, lanes,
@@ -335,7 +336,9 @@ void attend_group_avx512(const KvStorage& kv, int64_t layer, int64_t kv_head,
   const int64_t head_dim = kv.layout().head_dim;
   for (int64_t h = 0; h < n_q; h += kMaxGroup) {
     const int64_t n = n_q - h < kMaxGroup ? n_q - h : kMaxGroup;
-    attend_heads_any(kv, layer, kv_head, row, q + h * head_dim, n, out + h * head_dim, scratch,
+    AttentionRow heads = row;
+    if (row.lse != nullptr) heads.lse = row.lse + h;
+    attend_heads_any(kv, layer, kv_head, heads, q + h * head_dim, n, out + h * head_dim, scratch,
                      sinks != nullptr ? sinks + h : nullptr);
   }
 }
