@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Cross-builds the kernels (scalar + NEON), the quant and base sources they need, and the
 # self-contained driver tests/arm/kernel_check.cpp for AArch64, then runs it under qemu: every
-# NEON kernel against the scalar reference, bit for bit, and batch invariance.
+# NEON kernel against the scalar reference (matmul bit for bit, attention within a bound), and
+# batch invariance.
 #
 # Needs the Debian packages g++-aarch64-linux-gnu and qemu-user-static (qemu-user also works).
 # Without them it says so and exits 0 (skipped). Usage: scripts/arm-check.sh [build-dir]
@@ -27,6 +28,7 @@ sources=(
   src/kernels/generic/*.cpp src/kernels/arm/*.cpp
   src/quant/dequantize.cpp src/quant/quantize.cpp src/quant/quantize_k.cpp src/quant/mxfp4.cpp
   src/quant/quant_table.cpp
+  src/kernels/attention.cpp src/kernels/kv_codec.cpp src/kv/kv_storage.cpp
   src/tensor/dtype.cpp src/base/thread_pool.cpp
   tests/arm/kernel_check.cpp
 )

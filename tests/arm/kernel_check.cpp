@@ -2,8 +2,12 @@
 // runs under qemu-aarch64): every variant this CPU supports against the scalar reference, bit for
 // bit, for every weight type (types without a NEON kernel go through the scalar fallback; the
 // check prints which is which and fails if a type that must have a NEON kernel lacks one), the
-// activation quantizers against the scalar ones, and batch invariance with 1, 2 and 3 threads.
+// activation quantizers against the scalar ones, and batch invariance with 1, 2 and 3 threads;
+// paged attention against the scalar kernel within 1e-4 for every KV type (windows, sinks and a
+// row long enough to be split into pieces included), the same bits with 1, 2 and 3 threads and
+// for a row alone.
 // Exits 1 on the first mismatch. Run by scripts/arm-check.sh.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -12,6 +16,7 @@
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_internal.h"
 #include "quant/half.h"
@@ -157,6 +162,80 @@ void check_kernel_coverage(KernelIsa isa, const DType* types, int n_types, const
   }
 }
 
+// Paged attention of `rows` (one sequence per row, random K/V written through kv_write) with
+// `isa` and with the scalar kernel: within 1e-4 of each other (values in [-1, 1]); the same bits
+// with 1, 2 and 3 threads and for each row alone.
+void check_attention(KernelIsa isa, KvTypes types, const std::vector<int32_t>& positions,
+                     int32_t window, bool with_sinks, std::mt19937& rng) {
+  const int64_t n_head = 8, n_kv_heads = 2, head_dim = 64;
+  KvLayout layout{1, n_kv_heads, head_dim, 16, types};
+  int32_t n_blocks = 0;
+  for (int32_t p : positions) n_blocks += p / 16 + 1;
+  KvStorage kv = std::move(KvStorage::create(layout, n_blocks).value());
+  std::vector<std::vector<int32_t>> tables;
+  std::vector<AttentionRow> rows;
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  std::vector<float> k(static_cast<size_t>(n_kv_heads * head_dim)), v(k.size());
+  int32_t next = 0;
+  for (int32_t p : positions) {
+    tables.emplace_back();
+    for (int32_t b = 0; b <= p / 16; ++b) tables.back().push_back(next++);
+  }
+  for (size_t s = 0; s < positions.size(); ++s) {
+    for (int32_t pos = 0; pos <= positions[s]; ++pos) {
+      for (float& x : k) x = value(rng);
+      for (float& x : v) x = value(rng);
+      kv_write(kv, 0, AttentionRow{pos, tables[s].data()}, k.data(), v.data());
+    }
+    const int32_t first = window > 0 ? std::max(0, positions[s] - window + 1) : 0;
+    rows.push_back(AttentionRow{positions[s], tables[s].data(), first});
+  }
+  std::vector<float> q(positions.size() * static_cast<size_t>(n_head * head_dim));
+  std::uniform_real_distribution<float> query(-3.0f, 3.0f);
+  for (float& x : q) x = query(rng);
+  std::vector<float> sinks;
+  for (int64_t h = 0; with_sinks && h < n_head; ++h) sinks.push_back(value(rng) * 3.0f);
+  auto run = [&](KernelIsa which, int n_threads, size_t first_row, size_t n_rows) {
+    ThreadPool pool(n_threads);
+    AttentionScratch scratch;
+    const size_t row_floats = static_cast<size_t>(n_head * head_dim);
+    std::vector<float> out(n_rows * row_floats);
+    paged_attention(which, kv, 0, rows.data() + first_row, static_cast<int64_t>(n_rows), n_head,
+                    q.data() + first_row * row_floats, out.data(), pool, scratch,
+                    sinks.empty() ? nullptr : sinks.data());
+    return out;
+  };
+  const std::vector<float> want = run(KernelIsa::SCALAR, 1, 0, rows.size());
+  const std::vector<float> got = run(isa, 1, 0, rows.size());
+  float worst = 0.0f;
+  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+  check(worst <= 1e-4f, "attention against scalar", DType::F32, isa,
+        static_cast<long>(worst * 1e7f));
+  long where = 0;
+  for (int n_threads : {2, 3})
+    check(same_bits(run(isa, n_threads, 0, rows.size()), got, where), "attention threads",
+          DType::F32, isa, where);
+  const size_t row_floats = static_cast<size_t>(n_head * head_dim);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const std::vector<float> alone = run(isa, 2, r, 1);
+    const std::vector<float> in_batch(got.begin() + static_cast<long>(r * row_floats),
+                                      got.begin() + static_cast<long>((r + 1) * row_floats));
+    check(same_bits(alone, in_batch, where), "attention alone vs batch", DType::F32, isa, where);
+  }
+}
+
+void check_attention_kernels(KernelIsa isa, std::mt19937& rng) {
+  const KvTypes types[] = {KvTypes::both(KvType::F16), KvTypes::both(KvType::F32),
+                           KvTypes::both(KvType::Q8_0), KvTypes::both(KvType::Q4_0),
+                           KvTypes{KvType::Q8_0, KvType::F16}};
+  for (const KvTypes& t : types) {
+    check_attention(isa, t, {40, 0, 77, 15}, 0, false, rng);
+    check_attention(isa, t, {100, 5, 33}, 20, true, rng);
+  }
+  // Longer than kAttentionSplitPositions: computed in pieces.
+  check_attention(isa, KvTypes::both(KvType::Q8_0), {1300, 9}, 0, true, rng);
+}
+
 }  // namespace
 }  // namespace trellis
 
@@ -178,6 +257,7 @@ int main() {
                             static_cast<int>(sizeof(neon_required) / sizeof(neon_required[0])));
     }
     for (DType type : types) check_type(type, isa, rng);
+    if (isa != KernelIsa::SCALAR) check_attention_kernels(isa, rng);
   }
   check_activation_quantizers(rng);
   std::printf("%d checks, %d failures\n", g_checks, g_failures);

@@ -249,6 +249,9 @@ const KernelTable& neon_kernels() {
     });
     t.quantize_act[static_cast<size_t>(ActFormat::Q8_0)] = quantize_act_q8_0;
     t.quantize_act[static_cast<size_t>(ActFormat::Q8_K)] = quantize_act_q8_k;
+    t.attend_head = neon::attend_head;
+    t.attend_head_dim_multiple = 4;
+    t.attend_max_head_dim = neon::kAttendNeonMaxHeadDim;
     return t;
   }();
   return kTable;
