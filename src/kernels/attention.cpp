@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/attend_head_common.h"
 #include "kernels/kv_codec.h"
 #include "kernels/matmul_internal.h"
 
@@ -42,13 +43,8 @@ void attend_head_scalar(const KvStorage& kv, int64_t layer, int64_t kv_head,
     scores[j - first] = dot * scale;
     max_score = std::max(max_score, scores[j - first]);
   }
-  float sum = std::exp(sink - max_score);  // 0 without a sink
-  for (int64_t j = first; j < n_pos; ++j) {
-    scores[j - first] = std::exp(scores[j - first] - max_score);
-    sum += scores[j - first];
-  }
-  if (row.lse != nullptr) row.lse[0] = max_score + std::log(sum);  // a piece: no sink
-  const float inv_sum = 1.0f / sum;
+  // Only the positions' scores: the decoded row lives after them.
+  const float inv_sum = softmax_weights(scores, n_pos - first, max_score, sink, row.lse);
   std::fill(out, out + head_dim, 0.0f);
   for (int64_t j = first; j < n_pos; ++j) {
     const int32_t block = row.block_table[j / block_size];

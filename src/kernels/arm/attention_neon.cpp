@@ -5,11 +5,11 @@
 // attention_test.cpp, not bit for bit; within this kernel the batch and thread invariance hold.
 #include <arm_neon.h>
 
-#include <cmath>
 #include <cstring>
 
 #include "kernels/arm/kernels_neon.h"
 #include "kernels/arm/neon_util.h"
+#include "kernels/attend_head_common.h"
 #include "kernels/attention.h"
 #include "kv/kv_storage.h"
 #include "quant/half.h"
@@ -48,100 +48,30 @@ inline float32x4_t load4(const uint8_t* row, int64_t i) {
   }
 }
 
-template <KvType kKey, KvType kValue>
-void attend_head_typed(const KvStorage& kv, int64_t layer, int64_t kv_head, const AttentionRow& row,
-                       const float* q, float* out, float* scores, float sink) {
-  const KvLayout& layout = kv.layout();
-  const int64_t head_dim = layout.head_dim;
-  const int64_t n_vec = head_dim / 4;
-  const int32_t block_size = layout.block_size;
-  const size_t key_row_bytes = kv_row_bytes(kKey, head_dim);
-  const size_t value_row_bytes = kv_row_bytes(kValue, head_dim);
-  const int64_t first = row.first_position;
-  const int64_t n_pos = static_cast<int64_t>(row.position) + 1;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+static_assert(kAttendNeonMaxHeadDim == kAttendSimdMaxHeadDim);
 
-  float32x4_t qv[kAttendNeonMaxHeadDim / 4];
-  for (int64_t i = 0; i < n_vec; ++i) qv[i] = vld1q_f32(q + 4 * i);
-
-  // Scores, block by block through the table: positions [j, j + n) lie in one block, from slot
-  // j % block_size; scores[i] holds position first + i.
-  float max_score = sink;
-  for (int64_t j = first; j < n_pos;) {
-    const uint8_t* keys = kv.keys(row.block_table[j / block_size], layer, kv_head);
-    const int64_t slot = j % block_size;
-    const int64_t n = n_pos - j < block_size - slot ? n_pos - j : block_size - slot;
-    for (int64_t s = 0; s < n; ++s) {
-      const uint8_t* k = keys + static_cast<size_t>(slot + s) * key_row_bytes;
-      float32x4_t acc = vmulq_f32(qv[0], load4<kKey>(k, 0));
-      for (int64_t i = 1; i < n_vec; ++i) acc = vfmaq_f32(acc, qv[i], load4<kKey>(k, i));
-      const float score = vaddvq_f32(acc) * scale;
-      scores[j - first + s] = score;
-      max_score = score > max_score ? score : max_score;
-    }
-    j += n;
+// The vector operations of attend_head_simd, four lanes.
+struct NeonOps {
+  using Vec = float32x4_t;
+  static constexpr int64_t kLanes = 4;
+  template <KvType kType>
+  static Vec load(const uint8_t* row, int64_t i) {
+    return load4<kType>(row, i);
   }
-  float sum = std::exp(sink - max_score);  // 0 without a sink
-  for (int64_t i = 0; i < n_pos - first; ++i) {
-    scores[i] = std::exp(scores[i] - max_score);
-    sum += scores[i];
-  }
-  if (row.lse != nullptr) row.lse[0] = max_score + std::log(sum);  // a piece: no sink
-  const float inv_sum = 1.0f / sum;
-
-  float32x4_t acc[kAttendNeonMaxHeadDim / 4];
-  for (int64_t i = 0; i < n_vec; ++i) acc[i] = vdupq_n_f32(0.0f);
-  for (int64_t j = first; j < n_pos;) {
-    const uint8_t* values = kv.values(row.block_table[j / block_size], layer, kv_head);
-    const int64_t slot = j % block_size;
-    const int64_t n = n_pos - j < block_size - slot ? n_pos - j : block_size - slot;
-    for (int64_t s = 0; s < n; ++s) {
-      const float p = scores[j - first + s] * inv_sum;
-      const uint8_t* v = values + static_cast<size_t>(slot + s) * value_row_bytes;
-      for (int64_t i = 0; i < n_vec; ++i) acc[i] = vfmaq_n_f32(acc[i], load4<kValue>(v, i), p);
-    }
-    j += n;
-  }
-  for (int64_t i = 0; i < n_vec; ++i) vst1q_f32(out + 4 * i, acc[i]);
-}
-
-// The kernel for the layout's value type, keys of type kKey.
-template <KvType kKey>
-AttendHeadKernel for_values(KvType value) {
-  switch (value) {
-    case KvType::F16:
-      return attend_head_typed<kKey, KvType::F16>;
-    case KvType::F32:
-      return attend_head_typed<kKey, KvType::F32>;
-    case KvType::Q8_0:
-      return attend_head_typed<kKey, KvType::Q8_0>;
-    case KvType::Q4_0:
-      return attend_head_typed<kKey, KvType::Q4_0>;
-  }
-  return nullptr;
-}
+  static Vec load_f32(const float* p) { return vld1q_f32(p); }
+  static void store(float* p, Vec v) { vst1q_f32(p, v); }
+  static Vec zero() { return vdupq_n_f32(0.0f); }
+  static Vec mul(Vec a, Vec b) { return vmulq_f32(a, b); }
+  static Vec fma(Vec a, Vec b, Vec acc) { return vfmaq_f32(acc, a, b); }
+  static Vec fma_scalar(Vec acc, Vec v, float p) { return vfmaq_n_f32(acc, v, p); }
+  static float sum(Vec v) { return vaddvq_f32(v); }
+};
 
 }  // namespace
 
 void attend_head(const KvStorage& kv, int64_t layer, int64_t kv_head, const AttentionRow& row,
                  const float* q, float* out, float* scores, float sink) {
-  const KvTypes& types = kv.layout().types;
-  AttendHeadKernel kernel = nullptr;
-  switch (types.key) {
-    case KvType::F16:
-      kernel = for_values<KvType::F16>(types.value);
-      break;
-    case KvType::F32:
-      kernel = for_values<KvType::F32>(types.value);
-      break;
-    case KvType::Q8_0:
-      kernel = for_values<KvType::Q8_0>(types.value);
-      break;
-    case KvType::Q4_0:
-      kernel = for_values<KvType::Q4_0>(types.value);
-      break;
-  }
-  kernel(kv, layer, kv_head, row, q, out, scores, sink);
+  attend_head_for<NeonOps>(kv.layout().types)(kv, layer, kv_head, row, q, out, scores, sink);
 }
 
 }  // namespace trellis::kernels_detail::neon

@@ -16,7 +16,7 @@ void matmul_q5_k(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void matmul_q6_k(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 
 // arm/attention_neon.cpp: paged attention for one query head, head sizes a multiple of 4 up to
-// kAttendNeonMaxHeadDim (its query and output stay in registers).
+// kAttendNeonMaxHeadDim (kernels/attend_head_common.h's kAttendSimdMaxHeadDim).
 constexpr int64_t kAttendNeonMaxHeadDim = 256;
 void attend_head(const KvStorage& kv, int64_t layer, int64_t kv_head, const AttentionRow& row,
                  const float* q, float* out, float* scores, float sink);

@@ -323,6 +323,21 @@ TEST(PagedAttention, EveryVariantMatchesScalarWithinTheBound) {
   }
 }
 
+// Each row of f computed alone gives the bits it has in `batched` (f's rows computed together).
+void expect_rows_alone_give_their_bits(KernelIsa isa, const Fixture& f,
+                                       const std::vector<float>& batched) {
+  const size_t row_floats = static_cast<size_t>(f.shape.n_head * f.shape.head_dim);
+  for (size_t r = 0; r < f.rows.size(); ++r) {
+    ThreadPool pool(2);
+    AttentionScratch scratch;
+    std::vector<float> alone(row_floats);
+    paged_attention(isa, f.kv, Fixture::kLayer, &f.rows[r], 1, f.shape.n_head,
+                    f.q.data() + r * row_floats, alone.data(), pool, scratch, f.sink_logits());
+    EXPECT_TRUE(std::equal(alone.begin(), alone.end(), batched.begin() + r * row_floats))
+        << kernel_isa_name(isa) << " row " << r;
+  }
+}
+
 TEST(PagedAttention, ResultsDoNotDependOnThreadsOrBatch) {
   for (KernelIsa isa : supported_isas()) {
     for (const KvTypes& type : kv_types()) {
@@ -334,17 +349,7 @@ TEST(PagedAttention, ResultsDoNotDependOnThreadsOrBatch) {
         EXPECT_EQ(f.run(isa, n_threads), one)
             << kernel_isa_name(isa) << " " << describe(shape, type) << " threads " << n_threads;
       }
-      // Each row alone gives the bits it gives in the batch.
-      const size_t row_floats = static_cast<size_t>(shape.n_head * shape.head_dim);
-      for (size_t r = 0; r < shape.positions.size(); ++r) {
-        ThreadPool pool(2);
-        AttentionScratch scratch;
-        std::vector<float> alone(row_floats);
-        paged_attention(isa, f.kv, Fixture::kLayer, &f.rows[r], 1, shape.n_head,
-                        f.q.data() + r * row_floats, alone.data(), pool, scratch, f.sink_logits());
-        EXPECT_TRUE(std::equal(alone.begin(), alone.end(), one.begin() + r * row_floats))
-            << kernel_isa_name(isa) << " row " << r;
-      }
+      expect_rows_alone_give_their_bits(isa, f, one);
     }
   }
 }
@@ -379,17 +384,7 @@ TEST(PagedAttention, LongRowsComputedInPiecesMatchExactArithmeticAndStayInvarian
         }
         for (int n_threads : {2, 3})
           EXPECT_EQ(f.run(isa, n_threads), one) << kernel_isa_name(isa) << " threads " << n_threads;
-        const size_t row_floats = static_cast<size_t>(shape.n_head * shape.head_dim);
-        for (size_t r = 0; r < shape.positions.size(); ++r) {
-          ThreadPool pool(2);
-          AttentionScratch scratch;
-          std::vector<float> alone(row_floats);
-          paged_attention(isa, f.kv, Fixture::kLayer, &f.rows[r], 1, shape.n_head,
-                          f.q.data() + r * row_floats, alone.data(), pool, scratch,
-                          f.sink_logits());
-          EXPECT_TRUE(std::equal(alone.begin(), alone.end(), one.begin() + r * row_floats))
-              << kernel_isa_name(isa) << " row " << r << " alone";
-        }
+        expect_rows_alone_give_their_bits(isa, f, one);
         // Pieces taken in turns of one row's room: the same bits again.
         ThreadPool pool(2);
         AttentionScratch small(3 * shape.n_head * (shape.head_dim + 1));

@@ -6,30 +6,23 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <numeric>
 #include <vector>
+
+#include "unit/prefix/prefix_test_support.h"
 
 namespace trellis {
 namespace {
 
+using prefix_test::concat;
+using prefix_test::range;
 using Tokens = std::vector<TokenId>;
 using Blocks = std::vector<BlockId>;
 constexpr int32_t B = 4;
 
-Tokens range(TokenId first, TokenId last) {  // [first, last]
-  Tokens t(static_cast<size_t>(last - first + 1));
-  std::iota(t.begin(), t.end(), first);
-  return t;
-}
-
-Tokens concat(Tokens a, const Tokens& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
 struct Fixture {
   BlockPool pool{11};
-  KvStorage kv = std::move(KvStorage::create(KvLayout{1, 1, 1, B, KvTypes::both(KvType::F32)}, 11).value());
+  KvStorage kv =
+      std::move(KvStorage::create(KvLayout{1, 1, 1, B, KvTypes::both(KvType::F32)}, 11).value());
   PrefixCache cache;
 
   explicit Fixture(PrefixCacheConfig config = {}) : cache(pool, kv, config) {}

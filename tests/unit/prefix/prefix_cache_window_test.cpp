@@ -8,29 +8,20 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <numeric>
 #include <vector>
 
 #include "prefix/prefix_cache.h"
+#include "unit/prefix/prefix_test_support.h"
 
 namespace trellis {
 namespace {
 
+using prefix_test::concat;
+using prefix_test::range;
 using Tokens = std::vector<TokenId>;
 constexpr int32_t B = 4;
 constexpr int32_t kWindow = 6;
 constexpr int32_t kStep = 4;
-
-Tokens range(TokenId first, TokenId last) {  // [first, last]
-  Tokens t(static_cast<size_t>(last - first + 1));
-  std::iota(t.begin(), t.end(), first);
-  return t;
-}
-
-Tokens concat(Tokens a, const Tokens& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
 
 KvLayout windowed_layout() {
   KvLayout layout{2, 1, 1, B, KvTypes::both(KvType::F32)};

@@ -14,6 +14,20 @@
 
 namespace trellis::prefix_test {
 
+using Tokens = std::vector<TokenId>;
+
+// The tokens first, first + 1, ..., last.
+inline Tokens range(TokenId first, TokenId last) {
+  Tokens t;
+  for (TokenId i = first; i <= last; ++i) t.push_back(i);
+  return t;
+}
+
+inline Tokens concat(Tokens a, const Tokens& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
 struct Request {
   PrefixMatch match;
   PrefixLock lock;

@@ -13,8 +13,10 @@ namespace trellis {
 namespace {
 
 using prefix_test::admit;
+using prefix_test::concat;
 using prefix_test::expect_ok;
 using prefix_test::finish;
+using prefix_test::range;
 using prefix_test::Request;
 using prefix_test::run_request;
 using Tokens = std::vector<TokenId>;
@@ -22,17 +24,6 @@ using Blocks = std::vector<BlockId>;
 
 constexpr RadixTreeConfig kToken{4, MatchMode::TOKEN};
 constexpr RadixTreeConfig kBlock{4, MatchMode::BLOCK};
-
-Tokens range(TokenId first, TokenId last) {
-  Tokens t;
-  for (TokenId i = first; i <= last; ++i) t.push_back(i);
-  return t;
-}
-
-Tokens concat(Tokens a, const Tokens& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
 
 // Records the nodes that evict() removes, as "[start,end) first-token blocks ... freed n".
 struct EvictionLog {
