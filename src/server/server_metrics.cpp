@@ -69,6 +69,18 @@ void write_stages(MetricsWriter& w, const std::vector<StageStats>& stages) {
 namespace {
 
 // The prefix cache's disk tier (--cache-dir), only when there is one.
+// Sliding-window layers' pages (a windowed model without --swa-full).
+void write_window_pages(MetricsWriter& w, const EngineStats& e) {
+  w.gauge("kv_window_pages_total", "Window pages in the pool (sliding-window layers' KV).",
+          e.n_window_pages_total);
+  w.gauge("kv_window_pages_held", "Window pages held by requests for their windows.",
+          e.n_window_pages_held);
+  w.gauge("kv_window_pages_evictable", "Window pages kept for cached prefixes.",
+          e.n_window_pages_evictable);
+  w.counter("kv_window_pages_evicted_total", "Cached window pages taken back for requests.",
+            static_cast<double>(e.n_window_pages_evicted));
+}
+
 void write_disk_tier(MetricsWriter& w, const EngineStats& e) {
   const DiskTierStats& d = e.disk;
   const auto f = [](int64_t v) { return static_cast<double>(v); };
@@ -193,6 +205,7 @@ std::string ServerMetrics::render(const EngineStats& e, const std::vector<StageS
   w.gauge("avg_generation_throughput_toks_per_s",
           "Generated tokens per second since the previous scrape.", throughput);
   write_stages(w, stages);
+  if (e.n_window_pages_total > 0) write_window_pages(w, e);
   if (e.has_disk_tier) write_disk_tier(w, e);
   return w.text();
 }

@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "server/server_metrics.h"
+
 namespace trellis {
 namespace {
 
@@ -79,6 +81,22 @@ TEST(MetricsTest, HistogramWithoutLabelsAndEmpty) {
             "trellis:time_to_first_token_seconds_bucket{le=\"+Inf\"} 0\n"
             "trellis:time_to_first_token_seconds_sum 0\n"
             "trellis:time_to_first_token_seconds_count 0\n");
+}
+
+TEST(ServerMetricsTest, WindowPagesAppearOnlyForAWindowedModel) {
+  ServerMetrics metrics;
+  EngineStats engine;
+  engine.n_blocks_total = 10;
+  EXPECT_EQ(metrics.render(engine).find("kv_window_pages"), std::string::npos);
+  engine.n_window_pages_total = 24;
+  engine.n_window_pages_held = 5;
+  engine.n_window_pages_evictable = 7;
+  engine.n_window_pages_evicted = 3;
+  const std::string text = metrics.render(engine);
+  EXPECT_NE(text.find("trellis:kv_window_pages_total 24\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("trellis:kv_window_pages_held 5\n"), std::string::npos);
+  EXPECT_NE(text.find("trellis:kv_window_pages_evictable 7\n"), std::string::npos);
+  EXPECT_NE(text.find("trellis:kv_window_pages_evicted_total 3\n"), std::string::npos);
 }
 
 TEST(HistogramTest, BucketsAreUpperInclusive) {
