@@ -545,6 +545,21 @@ TEST(CliBench, SpeedPrintsJson) {
   EXPECT_GT(j["peak_rss_bytes"].get<double>(), 0);
 }
 
+TEST(CliBench, SpeedAtDepthReportsTheKvHeldAndSwaFullHoldsMore) {
+  // Gemma 3's local layers (2 of 4 in the tiny model, window 32) keep their window only, unless
+  // --swa-full keeps every layer whole. Chunks of 32: a step's window pages span ~4 blocks.
+  const std::string common =
+      "bench speed --json -t 1 -d 300 -n 4 -r 1 -B 16 --ctx 512 --batch-tokens 32 -m " +
+      testing::tiny_gemma3_engine_model();
+  const nlohmann::json windowed = nlohmann::json::parse(stdout_only(common));
+  const nlohmann::json full = nlohmann::json::parse(stdout_only(common + " --swa-full"));
+  EXPECT_EQ(windowed["kv_peak_tokens"], 304);
+  EXPECT_EQ(full["kv_peak_tokens"], 304);
+  // Full: 19 blocks of 4 layers; windowed: 19 blocks of 2 layers and ~5 pages of 2.
+  EXPECT_LT(windowed["kv_peak_bytes"].get<double>(), 0.7 * full["kv_peak_bytes"].get<double>())
+      << windowed["kv_peak_bytes"] << " vs " << full["kv_peak_bytes"];
+}
+
 TEST(CliBench, SpeedBatchedGivesARowPerBatchSize) {
   TRELLIS_REQUIRE_SHARED();
   nlohmann::json j = nlohmann::json::parse(
