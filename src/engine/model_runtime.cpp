@@ -35,11 +35,16 @@ Result<LoadedModel> load_model(const std::string& path, const ChooseLayers& choo
 
 namespace {
 
-// Window pages out of a byte budget: those wanted, up to half the budget, at least one request's.
-int32_t pages_for_budget(const KvLayout& layout, int64_t kv_bytes, WindowPageNeed need) {
+// Window pages out of a byte budget: those wanted, up to half the budget and leaving the blocks
+// one context (and a block), but at least one request's.
+int32_t pages_for_budget(const KvLayout& layout, int32_t n_ctx, int64_t kv_bytes,
+                         WindowPageNeed need) {
   const int64_t wanted = int64_t{need.pages_per_seq} * need.max_seqs;
   if (kv_bytes <= 0) return static_cast<int32_t>(wanted);
-  const int64_t affordable = kv_bytes / 2 / static_cast<int64_t>(layout.bytes_per_page());
+  const int64_t context_blocks = (int64_t{n_ctx} + layout.block_size - 1) / layout.block_size + 1;
+  const int64_t spare = std::min(
+      kv_bytes / 2, kv_bytes - context_blocks * static_cast<int64_t>(layout.bytes_per_block()));
+  const int64_t affordable = spare / static_cast<int64_t>(layout.bytes_per_page());
   return static_cast<int32_t>(std::max<int64_t>(need.pages_per_seq, std::min(wanted, affordable)));
 }
 
@@ -49,7 +54,7 @@ Result<KvPoolSize> size_kv_pool(const KvLayout& layout, int32_t n_ctx, int64_t k
                                 int64_t kv_tokens, WindowPageNeed pages) {
   const int32_t B = layout.block_size;
   const bool windowed = layout.n_windowed_layers() > 0 && pages.pages_per_seq > 0;
-  const int32_t n_pages = windowed ? pages_for_budget(layout, kv_bytes, pages) : 0;
+  const int32_t n_pages = windowed ? pages_for_budget(layout, n_ctx, kv_bytes, pages) : 0;
   const int64_t block_budget =
       kv_bytes - int64_t{n_pages} * static_cast<int64_t>(windowed ? layout.bytes_per_page() : 0);
   Result<int32_t> n_blocks =

@@ -46,8 +46,8 @@ struct WindowPageNeed {
 // least one context plus one block). One request must always fit once the cache is evicted: its
 // blocks plus, in TOKEN mode, the cached block its first fresh block is copied from; hence a pool
 // of n blocks allows a context of at most (n - 1) * block_size tokens. With windowed layers the
-// pages wanted come first out of kv_bytes (up to half of it, and never fewer than one request's),
-// the blocks (the other layers) take the rest.
+// pages wanted come first out of kv_bytes (up to half of it and what leaves the blocks a context,
+// but never fewer than one request's), the blocks (the other layers) take the rest.
 Result<KvPoolSize> size_kv_pool(const KvLayout& layout, int32_t n_ctx, int64_t kv_bytes,
                                 int64_t kv_tokens, WindowPageNeed pages = {});
 
