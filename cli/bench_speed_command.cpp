@@ -19,6 +19,14 @@ struct SpeedArgs {
   bool json = false;
 };
 
+// The KV pool's size and what requests held of it at most, into a JSON report.
+void add_memory(nlohmann::json& out, const bench::SpeedResult& result, uint64_t rss) {
+  out["kv_cache_bytes"] = result.kv_cache_bytes;
+  out["kv_peak_bytes"] = result.kv_peak_bytes;
+  out["kv_peak_tokens"] = result.kv_peak_tokens;
+  out["peak_rss_bytes"] = rss;
+}
+
 // The process's peak RSS and the KV pool's size; what requests held of it at most, per token.
 void print_memory(const bench::SpeedResult& result, uint64_t rss) {
   std::printf("peak RSS %.1f MiB, KV cache %.1f MiB", static_cast<double>(rss) / (1 << 20),
@@ -55,11 +63,8 @@ void print_batched(const bench::SpeedOptions& options, const bench::SpeedResult&
                           {"n_prompt", pp},
                           {"n_gen", tg},
                           {"reps", options.reps},
-                          {"batches", rows},
-                          {"kv_cache_bytes", result.kv_cache_bytes},
-                          {"kv_peak_bytes", result.kv_peak_bytes},
-                          {"kv_peak_tokens", result.kv_peak_tokens},
-                          {"peak_rss_bytes", rss}};
+                          {"batches", rows}};
+    add_memory(out, result, rss);
     std::printf("%s\n", out.dump().c_str());
     return;
   }
@@ -95,11 +100,8 @@ void print_depths(const bench::SpeedOptions& options, const bench::SpeedResult& 
                           {"reps", options.reps},
                           {"kv_type_k", kv_type_name(types.key)},
                           {"kv_type_v", kv_type_name(types.value)},
-                          {"depths", rows},
-                          {"kv_cache_bytes", result.kv_cache_bytes},
-                          {"kv_peak_bytes", result.kv_peak_bytes},
-                          {"kv_peak_tokens", result.kv_peak_tokens},
-                          {"peak_rss_bytes", rss}};
+                          {"depths", rows}};
+    add_memory(out, result, rss);
     std::printf("%s\n", out.dump().c_str());
     return;
   }
@@ -148,11 +150,8 @@ int run_speed(SpeedArgs& args, bool spec_given) {
                           {"prompt_tokens_per_s_stddev", pp.stddev},
                           {"generation_tokens_per_s", tg.mean},
                           {"generation_tokens_per_s_stddev", tg.stddev},
-                          {"kv_cache_bytes", result->kv_cache_bytes},
-                          {"kv_peak_bytes", result->kv_peak_bytes},
-                          {"kv_peak_tokens", result->kv_peak_tokens},
-                          {"peak_rss_bytes", rss},
                           {"stages", stage_stats_json(options.engine.pipeline)}};
+    add_memory(out, *result, rss);
     std::printf("%s\n", out.dump().c_str());
   } else {
     std::printf("| model | threads | test | tokens/s |\n|---|---|---|---|\n");
