@@ -89,14 +89,19 @@ int32_t PrefixCache::usable_length(const PrefixMatch& match) const {
   return 0;
 }
 
-Status PrefixCache::reserve_pages(SequenceKv& seq) {
-  if (!windowed()) return {};
-  if (!window_.pages->try_reserve(page_quota_)) {
-    return Error{"the KV window pages are all reserved: " + std::to_string(page_quota_) +
-                 " needed, " + std::to_string(window_.pages->n_reserved()) + " of " +
-                 std::to_string(window_.pages->n_total()) + " reserved by running requests"};
+Status PrefixCache::make_room(SequenceKv& seq, int32_t n_blocks) {
+  if (windowed()) {
+    if (!window_.pages->try_reserve(page_quota_)) {
+      return Error{"the KV window pages are all reserved: " + std::to_string(page_quota_) +
+                   " needed, " + std::to_string(window_.pages->n_reserved()) + " of " +
+                   std::to_string(window_.pages->n_total()) + " reserved by running requests"};
+    }
+    seq.page_quota_ = page_quota_;
   }
-  seq.page_quota_ = page_quota_;
+  if (Status room = make_free(n_blocks); !room.ok()) {
+    if (windowed()) window_.pages->unreserve(std::exchange(seq.page_quota_, 0));
+    return room.error();
+  }
   return {};
 }
 
@@ -154,11 +159,7 @@ Result<SequenceKv> PrefixCache::admit(std::string_view ns, const PrefixMatch& ma
   // is about to be copied).
   PrefixLock lock = tree_.lock(match);
   SequenceKv seq;
-  TRELLIS_TRY(reserve_pages(seq));
-  if (Status room = make_free(n_fresh); !room.ok()) {
-    if (windowed()) window_.pages->unreserve(seq.page_quota_);
-    return room.error();
-  }
+  TRELLIS_TRY(make_room(seq, n_fresh));
 
   seq.cache_ = this;
   seq.ns_ = std::string(ns);
@@ -190,11 +191,7 @@ Result<SequenceKv> PrefixCache::fork(const SequenceKv& parent, int32_t n_tokens)
   const int32_t n_full = n_tokens / block_size();
   const int32_t n_partial_slots = n_tokens % block_size();
   SequenceKv child;
-  TRELLIS_TRY(reserve_pages(child));
-  if (Status room = make_free(n_partial_slots > 0 ? 1 : 0); !room.ok()) {
-    if (windowed()) window_.pages->unreserve(child.page_quota_);
-    return room.error();
-  }
+  TRELLIS_TRY(make_room(child, n_partial_slots > 0 ? 1 : 0));
   child.cache_ = this;
   child.ns_ = parent.ns_;
   for (int32_t j = 0; j < n_full; ++j) {

@@ -217,8 +217,9 @@ class PrefixCache {
   int32_t window_start(int32_t p) const { return std::max(0, p - window_.n_swa + 1); }
   // The longest length <= match.n_tokens whose window's blocks in `match` all have pages.
   int32_t usable_length(const PrefixMatch& match) const;
-  // Reserves seq's window pages (no-op without windowed layers); errors when they are all taken.
-  Status reserve_pages(SequenceKv& seq);
+  // Reserves seq's window pages (with windowed layers) and makes n_blocks blocks free; errors,
+  // with nothing reserved, when either cannot be had.
+  Status make_room(SequenceKv& seq, int32_t n_blocks);
   // seq holds the pages of its blocks [window_start(n_tokens) / B, ceil(n_tokens / B)): the window
   // of a sequence whose first n_tokens positions are written (or shared).
   void hold_window_of(SequenceKv& seq, int32_t n_tokens);
