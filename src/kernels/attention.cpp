@@ -14,6 +14,18 @@ namespace {
 
 constexpr int64_t kMinParallelWork = 1 << 15;  // multiply-adds below which one thread is faster
 
+// A tile takes at most this many queries (rows x query heads per kv head): their scores stay in
+// the core's cache.
+constexpr int64_t kTileQueries = 64;
+// Below this many queries, transposing the keys for a tile costs more than the per-row kernels'
+// sums across lanes: the rows go alone.
+constexpr int64_t kMinTileQueries = 16;
+
+// The most rows a tile holds for `group` query heads per kv head (1: no tiles).
+int64_t max_tile_rows(int64_t group) {
+  return std::max<int64_t>(1, kTileQueries / group);
+}
+
 }  // namespace
 
 namespace kernels_detail {
@@ -62,7 +74,19 @@ int64_t attend_group_scratch_floats(const KvLayout& layout, int64_t n_q, const A
          layout.block_size * layout.head_dim;
 }
 
+// The outputs' sums, one chunk of 16 keys or values and its transpose, and each query's scores
+// with 16 floats of room on either side (see x86/avx512/attention_tile_avx512.cpp).
+int64_t attend_tile_scratch_floats(const KvLayout& layout, int64_t n_queries) {
+  return n_queries * layout.head_dim + 2 * 16 * layout.head_dim +
+         n_queries * (kAttentionSplitPositions + 2 * 16);
+}
+
 }  // namespace kernels_detail
+
+int64_t* AttentionScratch::tiles(int64_t n) {
+  if (tiles_.size() < static_cast<size_t>(n)) tiles_.resize(static_cast<size_t>(n));
+  return tiles_.data();
+}
 
 float* AttentionScratch::pieces(int64_t n) {
   if (pieces_.size() < static_cast<size_t>(n)) pieces_.resize(static_cast<size_t>(n));
@@ -79,16 +103,20 @@ float* AttentionScratch::scores(int thread, int64_t n) {
 
 void AttentionScratch::reserve(int n_threads, const KvLayout& layout, int64_t n_head,
                                int64_t n_ctx) {
-  // What the per-group kernels ask for, which covers the per-head ones (paged_attention).
-  // Rows longer than the split size are computed in pieces of it.
+  // What the per-group kernels ask for, which covers the per-head ones, and what a tile of rows
+  // asks for (paged_attention). Rows longer than the split size are computed in pieces of it.
+  const int64_t group = n_head / layout.n_kv_heads;
   const AttentionRow last{static_cast<int32_t>(std::min(n_ctx, kAttentionSplitPositions) - 1),
                           nullptr};
-  const int64_t n =
-      kernels_detail::attend_group_scratch_floats(layout, n_head / layout.n_kv_heads, last);
+  const int64_t tile_rows = max_tile_rows(group);
+  int64_t n = kernels_detail::attend_group_scratch_floats(layout, group, last);
+  if (tile_rows > 1) {
+    n = std::max(n, kernels_detail::attend_tile_scratch_floats(layout, tile_rows * group));
+  }
   for (int t = 0; t < n_threads; ++t) scores(t, n);
   if (n_ctx > kAttentionSplitPositions) {
     const int64_t max_pieces = (n_ctx - 1) / kAttentionSplitPositions + 1;
-    pieces(std::max(piece_floats_, max_pieces * n_head * (layout.head_dim + 1)));
+    pieces(std::max(piece_floats_, tile_rows * max_pieces * n_head * (layout.head_dim + 1)));
   }
 }
 
@@ -158,11 +186,13 @@ struct AttentionCall {
   const float* sinks;
   kernels_detail::AttendHeadKernel attend;
   kernels_detail::AttendGroupKernel attend_group;  // null: one head per item
+  kernels_detail::AttendTileKernel attend_tile;    // null: no tiles
   int64_t group;                                   // query heads per kv head
   int64_t heads_per_item;
 
   int64_t head_dim() const { return kv.layout().head_dim; }
   int64_t items_per_row() const { return n_head / heads_per_item; }
+  float sink(int64_t h) const { return sinks != nullptr ? sinks[h] : -INFINITY; }
   // The heads [h, h + heads_per_item) of `row` (row index r for q), into `out`; `with_sinks`
   // false for the pieces of a split row (the merge adds the sinks).
   void run(const AttentionRow& row, int64_t r, int64_t h, float* out, float* buffer,
@@ -176,6 +206,61 @@ struct AttentionCall {
     }
   }
 };
+
+// A call's rows in tiles: runs of consecutive positions of one sequence (one block table), at
+// most `tile_rows` long and, when shorter than a useful tile, of one row each. starts[t] is tile
+// t's first row, starts[n_tiles] == n_rows; returns n_tiles.
+int64_t make_tiles(const AttentionRow* rows, int64_t n_rows, int64_t tile_rows, int64_t group,
+                   int64_t* starts) {
+  int64_t n_tiles = 0;
+  for (int64_t r = 0; r < n_rows;) {
+    int64_t end = r + 1;
+    while (end < n_rows && end - r < tile_rows && rows[end].block_table == rows[r].block_table &&
+           rows[end].position == rows[end - 1].position + 1) {
+      ++end;
+    }
+    if ((end - r) * group < kMinTileQueries) end = r + 1;
+    starts[n_tiles++] = r;
+    r = end;
+  }
+  starts[n_tiles] = n_rows;
+  return n_tiles;
+}
+
+// The queries of rows [begin, end) for kv head `kv_head` that piece `p` of each row gives (a
+// row of one piece only for p == 0, written to `out` with its sink; a split row's piece into
+// its region of the wave, from `region`, with its log-sum-exp): what the tile kernel takes.
+int64_t tile_queries(const AttentionCall& call, int64_t begin, int64_t end, int64_t p,
+                     int64_t kv_head, float* out, float* region, int64_t row_floats,
+                     int64_t max_pieces, kernels_detail::TileQuery* queries) {
+  const int64_t head_dim = call.head_dim();
+  const int64_t lse_offset = max_pieces * call.n_head * head_dim;
+  int64_t n = 0;
+  for (int64_t r = begin; r < end; ++r) {
+    const AttentionRow& row = call.rows[r];
+    const int64_t n_pieces = pieces_of(row);
+    if (p >= n_pieces) continue;
+    const AttentionRow range = n_pieces == 1 ? row : piece_of(row, p, nullptr);
+    for (int64_t g = 0; g < call.group; ++g) {
+      const int64_t h = kv_head * call.group + g;
+      kernels_detail::TileQuery& query = queries[n++];
+      query.q = call.q + (r * call.n_head + h) * head_dim;
+      query.first = range.first_position;
+      query.last = range.position;
+      if (n_pieces == 1) {
+        query.out = out + (r * call.n_head + h) * head_dim;
+        query.lse = nullptr;
+        query.sink = call.sink(h);
+      } else {
+        float* own = region + (r - begin) * row_floats;
+        query.out = own + (p * call.n_head + h) * head_dim;
+        query.lse = own + lse_offset + p * call.n_head + h;
+        query.sink = -INFINITY;
+      }
+    }
+  }
+  return n;
+}
 
 }  // namespace
 
@@ -206,13 +291,26 @@ void paged_attention(KernelIsa isa, const KvStorage& kv, int64_t layer, const At
   kernels_detail::AttendGroupKernel attend_group = nullptr;
   if (attend == table.attend_head && group > 1) attend_group = table.attend_group;
   const int64_t heads_per_item = attend_group != nullptr ? group : 1;
-  const AttentionCall call{kv,    layer,  rows,         n_rows, n_head,        q,
-                           sinks, attend, attend_group, group,  heads_per_item};
-  const int64_t scratch_floats = kernels_detail::attend_group_scratch_floats(
+  // A tile kernel takes one item per (tile of rows, kv head): the same bits again.
+  kernels_detail::AttendTileKernel attend_tile = nullptr;
+  if (attend == table.attend_head && head_dim % table.attend_tile_dim_multiple == 0 &&
+      heads_per_item == group) {
+    attend_tile = table.attend_tile;
+  }
+  const int64_t tile_rows = attend_tile != nullptr ? max_tile_rows(group) : 1;
+  const AttentionCall call{kv,    layer,  rows,         n_rows,      n_head, q,
+                           sinks, attend, attend_group, attend_tile, group,  heads_per_item};
+  int64_t scratch_floats = kernels_detail::attend_group_scratch_floats(
       kv.layout(), heads_per_item,
       AttentionRow{std::min<int32_t>(max_position, kAttentionSplitPositions - 1), nullptr});
+  if (tile_rows > 1) {
+    scratch_floats = std::max(
+        scratch_floats, kernels_detail::attend_tile_scratch_floats(kv.layout(), tile_rows * group));
+  }
   // Reserve every buffer before the parallel regions (no allocation inside them).
   for (int t = 0; t < pool.size(); ++t) scratch.scores(t, scratch_floats);
+  int64_t* starts = scratch.tiles(n_rows + 1);
+  const int64_t n_tiles = make_tiles(rows, n_rows, tile_rows, group, starts);
   auto parallel = [&](int64_t n_items, auto&& body) {
     auto task = [&](int thread, int64_t begin, int64_t end) {
       float* buffer = scratch.scores(thread, scratch_floats);
@@ -224,32 +322,54 @@ void paged_attention(KernelIsa isa, const KvStorage& kv, int64_t layer, const At
       pool.parallel_chunks(n_items, 1, task);
     }
   };
-  const int64_t per_row = call.items_per_row();
+  const int64_t per_row = call.items_per_row();  // == the kv heads wherever there are tiles
+  auto tile_pieces = [&](int64_t t) {
+    int64_t n = 1;
+    for (int64_t r = starts[t]; r < starts[t + 1]; ++r) n = std::max(n, pieces_of(rows[r]));
+    return n;
+  };
+  // Piece p of tile t's rows for kv head `kv_head` through the tile kernel (see tile_queries).
+  auto run_tile = [&](int64_t t, int64_t p, int64_t kv_head, float* region, int64_t row_floats,
+                      float* buffer) {
+    kernels_detail::TileQuery queries[kTileQueries];
+    const int64_t n = tile_queries(call, starts[t], starts[t + 1], p, kv_head, out, region,
+                                   row_floats, max_pieces, queries);
+    if (n > 0) attend_tile(kv, layer, kv_head, rows[starts[t]].block_table, queries, n, buffer);
+  };
 
-  // Rows computed whole, straight into `out`.
-  parallel(n_rows * per_row, [&](int64_t item, float* buffer) {
-    const int64_t r = item / per_row;
-    if (pieces_of(rows[r]) > 1) return;
+  // Tiles whose rows are all computed whole, straight into `out`.
+  parallel(n_tiles * per_row, [&](int64_t item, float* buffer) {
+    const int64_t t = item / per_row;
+    if (tile_pieces(t) > 1) return;
+    if (starts[t + 1] - starts[t] > 1) return run_tile(t, 0, item % per_row, nullptr, 0, buffer);
+    const int64_t r = starts[t];
     const int64_t h = item % per_row * heads_per_item;
     call.run(rows[r], r, h, out + (r * n_head + h) * head_dim, buffer, true);
   });
   if (max_pieces == 1) return;
 
-  // Split rows, in waves of consecutive rows whose pieces fit the scratch: each row's region holds
-  // max_pieces x n_head outputs, then as many log-sum-exps.
+  // Tiles with split rows, in waves of consecutive tiles whose rows' pieces fit the scratch:
+  // each row's region holds max_pieces x n_head outputs, then as many log-sum-exps.
   const int64_t row_floats = max_pieces * n_head * (head_dim + 1);
   const int64_t wave_rows =
-      std::max<int64_t>(1, std::min<int64_t>(n_rows, scratch.piece_floats() / row_floats));
+      std::min<int64_t>(n_rows, std::max<int64_t>(tile_rows, scratch.piece_floats() / row_floats));
   float* pieces = scratch.pieces(wave_rows * row_floats);
   const int64_t lse_offset = max_pieces * n_head * head_dim;
-  for (int64_t r0 = 0; r0 < n_rows; r0 += wave_rows) {
-    const int64_t n_wave = std::min(wave_rows, n_rows - r0);
-    parallel(n_wave * max_pieces * per_row, [&](int64_t item, float* buffer) {
-      const int64_t r = r0 + item / (max_pieces * per_row);
+  for (int64_t t0 = 0; t0 < n_tiles;) {
+    int64_t t1 = t0 + 1;
+    while (t1 < n_tiles && starts[t1 + 1] - starts[t0] <= wave_rows) ++t1;
+    const int64_t r0 = starts[t0];
+    const int64_t n_wave = starts[t1] - r0;
+    parallel((t1 - t0) * max_pieces * per_row, [&](int64_t item, float* buffer) {
+      const int64_t t = t0 + item / (max_pieces * per_row);
       const int64_t p = item / per_row % max_pieces;
-      if (pieces_of(rows[r]) == 1 || p >= pieces_of(rows[r])) return;
+      if (tile_pieces(t) == 1 || p >= tile_pieces(t)) return;
+      float* region = pieces + (starts[t] - r0) * row_floats;
+      if (starts[t + 1] - starts[t] > 1) {
+        return run_tile(t, p, item % per_row, region, row_floats, buffer);
+      }
+      const int64_t r = starts[t];
       const int64_t h = item % per_row * heads_per_item;
-      float* region = pieces + (r - r0) * row_floats;
       const AttentionRow piece = piece_of(rows[r], p, region + lse_offset + p * n_head + h);
       call.run(piece, r, h, region + (p * n_head + h) * head_dim, buffer, false);
     });
@@ -259,9 +379,9 @@ void paged_attention(KernelIsa isa, const KvStorage& kv, int64_t layer, const At
       if (pieces_of(rows[r]) == 1) return;
       const float* region = pieces + (r - r0) * row_floats;
       merge_pieces(region + h * head_dim, region + lse_offset + h, pieces_of(rows[r]), n_head,
-                   head_dim, sinks != nullptr ? sinks[h] : -INFINITY,
-                   out + (r * n_head + h) * head_dim);
+                   head_dim, call.sink(h), out + (r * n_head + h) * head_dim);
     });
+    t0 = t1;
   }
 }
 

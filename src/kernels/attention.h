@@ -39,6 +39,7 @@ class AttentionScratch {
   int64_t piece_floats() const { return piece_floats_; }
   float* scores(int thread, int64_t n);  // grows only when n exceeds what that thread holds
   float* pieces(int64_t n);              // grows only when n exceeds what it holds
+  int64_t* tiles(int64_t n);             // the same, for where a call's tiles of rows begin
   // Sizes every thread's buffer up front for attention of n_head query heads over up to n_ctx
   // positions of `layout`, so that paged_attention within those never allocates.
   void reserve(int n_threads, const KvLayout& layout, int64_t n_head, int64_t n_ctx);
@@ -47,6 +48,7 @@ class AttentionScratch {
   int64_t piece_floats_;
   std::vector<std::vector<float>> per_thread_;
   std::vector<float> pieces_;
+  std::vector<int64_t> tiles_;
 };
 
 // Writes the key and value of one token (n_kv_heads x head_dim f32 each) into its slot.
@@ -62,7 +64,9 @@ void kv_write(KvStorage& kv, int64_t layer, const AttentionRow& row, const float
 // q: [n_rows][n_head * head_dim], out: same shape. A row of more than kAttentionSplitPositions
 // positions is computed in pieces (the positions between consecutive multiples of it), each
 // (piece, head) by one thread, then merged by their log-sum-exp in piece order; a shorter row's
-// (row, head) by one thread. Either way results do not depend on the batch or the thread count.
+// (row, head) by one thread. Consecutive rows of one sequence (a prefill chunk) may be computed
+// as a tile, which reads each key and value once for all its rows, with every row's bits the same
+// as alone. Either way results do not depend on the batch or the thread count.
 // Runs the fastest variant (best_kernel_isa()).
 void paged_attention(const KvStorage& kv, int64_t layer, const AttentionRow* rows, int64_t n_rows,
                      int64_t n_head, const float* q, float* out, ThreadPool& pool,

@@ -143,6 +143,26 @@ using AttendHeadKernel = void (*)(const KvStorage& kv, int64_t layer, int64_t kv
 using AttendGroupKernel = void (*)(const KvStorage& kv, int64_t layer, int64_t kv_head,
                                    const AttentionRow& row, const float* q, int64_t n_q, float* out,
                                    float* scratch, const float* sinks);
+// One query of a tile: a query head of one row, over positions [first, last] (at most
+// kAttentionSplitPositions of them) of the tile's block table; `sink` -infinity for none, `lse`
+// as AttentionRow's (a piece of a split row).
+struct TileQuery {
+  const float* q;  // head_dim floats
+  float* out;      // head_dim floats
+  float* lse;
+  float sink;
+  int32_t first;
+  int32_t last;
+};
+// Paged attention for queries that read kv head `kv_head` through one block table (the query
+// heads of consecutive rows of one sequence, such as a prefill chunk's), each with the bits of an
+// AttendHeadKernel call of its own for that head and range: the tile only shares the reading of
+// the keys and values between them. `scratch` holds attend_tile_scratch_floats(kv.layout(),
+// n_queries) floats.
+using AttendTileKernel = void (*)(const KvStorage& kv, int64_t layer, int64_t kv_head,
+                                  const int32_t* block_table, const TileQuery* queries,
+                                  int64_t n_queries, float* scratch);
+int64_t attend_tile_scratch_floats(const KvLayout& layout, int64_t n_queries);
 // The scores and output sums of n_q heads, and one block of keys or values widened to f32.
 int64_t attend_group_scratch_floats(const KvLayout& layout, int64_t n_q, const AttentionRow& row);
 
@@ -188,6 +208,10 @@ struct KernelTable {
   AttendHeadKernel attend_head = nullptr;
   // Optional: the heads of a GQA group at once (same bits as attend_head, same head sizes).
   AttendGroupKernel attend_group = nullptr;
+  // Optional: tiles of queries (same bits as attend_head), for head sizes that are multiples of
+  // attend_tile_dim_multiple, at most attend_max_head_dim.
+  AttendTileKernel attend_tile = nullptr;
+  int64_t attend_tile_dim_multiple = 1;
   int64_t attend_head_dim_multiple = 1;
   int64_t attend_max_head_dim = 0;
 };

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "kernels/attention.h"
+#include "kernels/matmul_internal.h"
 
 namespace trellis::kernels_detail {
 
@@ -22,5 +23,12 @@ void attend_head_avx512(const KvStorage& kv, int64_t layer, int64_t kv_head,
 void attend_group_avx512(const KvStorage& kv, int64_t layer, int64_t kv_head,
                          const AttentionRow& row, const float* q, int64_t n_q, float* out,
                          float* scratch, const float* sinks);
+
+// Queries of one kv head and block table at once (an AttendTileKernel): the same bits as
+// attend_head_avx512 for each query alone. Precondition: head_dim a multiple of 64, at most
+// kAttendAvx512MaxHeadDim; the CPU as above.
+void attend_tile_avx512(const KvStorage& kv, int64_t layer, int64_t kv_head,
+                        const int32_t* block_table, const TileQuery* queries, int64_t n_queries,
+                        float* scratch);
 
 }  // namespace trellis::kernels_detail

@@ -24,6 +24,8 @@ constexpr KernelTable make_table() {
   t.q4_0_x16 = avx512::matmul_q4_0_x16;
   t.attend_head = attend_head_avx512;
   t.attend_group = attend_group_avx512;
+  t.attend_tile = attend_tile_avx512;
+  t.attend_tile_dim_multiple = 64;
   t.attend_head_dim_multiple = 8;
   t.attend_max_head_dim = kAttendAvx512MaxHeadDim;
   return t;
