@@ -74,10 +74,12 @@ int64_t attend_group_scratch_floats(const KvLayout& layout, int64_t n_q, const A
          layout.block_size * layout.head_dim;
 }
 
-// The outputs' sums, one chunk of 16 keys or values and its transpose, and each query's scores
-// with 16 floats of room on either side (see x86/avx512/attention_tile_avx512.cpp).
+// The outputs' sums, one chunk of 16 keys or values and its transpose, the queries in blocks of
+// 4, and each query's scores with 16 floats of room on either side (see
+// x86/avx512/attention_tile_avx512.cpp).
 int64_t attend_tile_scratch_floats(const KvLayout& layout, int64_t n_queries) {
-  return n_queries * layout.head_dim + 2 * 16 * layout.head_dim +
+  const int64_t blocks_of_4 = (n_queries + 3) / 4 * 4;
+  return (n_queries + 2 * 16 + blocks_of_4) * layout.head_dim +
          n_queries * (kAttentionSplitPositions + 2 * 16);
 }
 

@@ -312,7 +312,9 @@ TEST_P(EngineDraftModelTest, DraftModelGuessesAreVerifiedAndTheOutputsAreThoseWi
     const bool agrees = draft == testing::tiny_engine_model();
     EngineConfig config = config_with(true, cache);
     config.speculation.sources = {false, false, false, true};
-    config.speculation.length.weigh_step_cost = true;
+    // Lengths by acceptance, not by the steps' measured cost, so that the counts below do not
+    // depend on the machine's load.
+    config.speculation.length.weigh_step_cost = false;
     config.draft_model = draft;
     std::unique_ptr<Engine> engine = make_engine(config);
     ASSERT_NE(engine, nullptr);
@@ -324,7 +326,7 @@ TEST_P(EngineDraftModelTest, DraftModelGuessesAreVerifiedAndTheOutputsAreThoseWi
       draft_rows.push_back(engine->stats().n_draft_model_rows);
     }
     const DraftCounts c = counts(*engine, DraftSource::DRAFT_MODEL);
-    EXPECT_GT(c.n_drafted, 40);  // (how many depends on how the batches form)
+    EXPECT_GT(c.n_drafted, 40);
     if (agrees) {
       // All but the greedy guesses past max_tokens and the sampled request's misses.
       EXPECT_GT(c.n_accepted, c.n_drafted * 8 / 10) << c.n_accepted << " of " << c.n_drafted;

@@ -575,7 +575,9 @@ TEST(ServerTest, ShutdownEndsRunningStreams) {
 // the same text, and /metrics counts the drafted and kept tokens by source. A request that opts
 // out drafts nothing.
 TEST(ServerTest, SpeculationIsCountedBySourceAndCanBeTurnedOffPerRequest) {
-  TestServer server;
+  EngineConfig engine = TestServer::default_engine();
+  engine.speculation.length.weigh_step_cost = false;  // lengths by acceptance: counts below
+  TestServer server(ServerConfig{}, engine);
   const std::string accepted = "spec_decode_num_accepted_tokens_total{source=\"prefix_cache\"}";
   const std::string drafted = "spec_decode_num_draft_tokens_total{source=\"prefix_cache\"}";
   json request = greedy_completion("Tell the same story twice", 24);

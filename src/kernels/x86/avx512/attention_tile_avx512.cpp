@@ -110,60 +110,50 @@ inline void prefetch_chunk(const KvStorage& kv, int64_t layer, int64_t kv_head,
   }
 }
 
-// s_l (see the top) of 16 positions for kNq queries: kt holds the positions' key columns
-// (element d of the 16 keys at kt + 16 d), q[m] query m's head.
-template <int kVec, int kNq>
-inline void lane_sums(const float* kt, const float* const* q, int l, __m512* s) {
-  __m512 even[kNq], odd[kNq];
-  for (int m = 0; m < kNq; ++m) even[m] = odd[m] = _mm512_setzero_ps();
+// s_l (see the top) of 16 positions for a block of kScoreQueries queries: kt holds the
+// positions' key columns (element d of the 16 keys at kt + 16 d), qb the queries' elements
+// interleaved (element d of query m at qb[kScoreQueries d + m]), so that every operand is at a
+// fixed offset from two pointers.
+template <int kVec>
+__attribute__((always_inline)) inline void lane_sums(const float* kt, const float* qb, int l,
+                                                     __m512* s) {
+  __m512 even[kScoreQueries], odd[kScoreQueries];
+  for (int m = 0; m < kScoreQueries; ++m) even[m] = odd[m] = _mm512_setzero_ps();
   for (int i = 0; i < kVec; ++i) {
     const int d = 16 * i + l;
     const __m512 k = _mm512_loadu_ps(kt + 16 * d);
-    for (int m = 0; m < kNq; ++m) {
+    for (int m = 0; m < kScoreQueries; ++m) {
       __m512& chain = i % 2 == 0 ? even[m] : odd[m];
-      chain = _mm512_fmadd_ps(_mm512_set1_ps(q[m][d]), k, chain);
+      chain = _mm512_fmadd_ps(_mm512_set1_ps(qb[kScoreQueries * d + m]), k, chain);
     }
   }
-  for (int m = 0; m < kNq; ++m) s[m] = _mm512_add_ps(even[m], odd[m]);
+  for (int m = 0; m < kScoreQueries; ++m) s[m] = _mm512_add_ps(even[m], odd[m]);
 }
 
-// C_c = (s_4c + s_4c+2) + (s_4c+1 + s_4c+3) for kNq queries.
-template <int kVec, int kNq>
-inline void quad_sums(const float* kt, const float* const* q, int c, __m512* out) {
-  __m512 a[kNq], b[kNq], t[kNq];
-  lane_sums<kVec, kNq>(kt, q, 4 * c, a);
-  lane_sums<kVec, kNq>(kt, q, 4 * c + 2, b);
-  for (int m = 0; m < kNq; ++m) a[m] = _mm512_add_ps(a[m], b[m]);
-  lane_sums<kVec, kNq>(kt, q, 4 * c + 1, b);
-  lane_sums<kVec, kNq>(kt, q, 4 * c + 3, t);
-  for (int m = 0; m < kNq; ++m) out[m] = _mm512_add_ps(a[m], _mm512_add_ps(b[m], t[m]));
-}
-
-// The scores of 16 positions for kNq queries: ((C0 + C2) + (C1 + C3)) times the scale.
-template <int kVec, int kNq>
-inline void chunk_scores(const float* kt, const float* const* q, float scale, __m512* out) {
-  __m512 x[kNq], y[kNq], z[kNq];
-  quad_sums<kVec, kNq>(kt, q, 0, x);
-  quad_sums<kVec, kNq>(kt, q, 2, y);
-  for (int m = 0; m < kNq; ++m) x[m] = _mm512_add_ps(x[m], y[m]);
-  quad_sums<kVec, kNq>(kt, q, 1, y);
-  quad_sums<kVec, kNq>(kt, q, 3, z);
-  for (int m = 0; m < kNq; ++m) {
-    out[m] = _mm512_mul_ps(_mm512_add_ps(x[m], _mm512_add_ps(y[m], z[m])), _mm512_set1_ps(scale));
-  }
-}
-
+// C_c = (s_4c + s_4c+2) + (s_4c+1 + s_4c+3) for a block of queries.
 template <int kVec>
-void chunk_scores_for(int n_q, const float* kt, const float* const* q, float scale, __m512* out) {
-  switch (n_q) {
-    case 1:
-      return chunk_scores<kVec, 1>(kt, q, scale, out);
-    case 2:
-      return chunk_scores<kVec, 2>(kt, q, scale, out);
-    case 3:
-      return chunk_scores<kVec, 3>(kt, q, scale, out);
-    default:
-      return chunk_scores<kVec, kScoreQueries>(kt, q, scale, out);
+__attribute__((always_inline)) inline void quad_sums(const float* kt, const float* qb, int c,
+                                                     __m512* out) {
+  __m512 a[kScoreQueries], b[kScoreQueries], t[kScoreQueries];
+  lane_sums<kVec>(kt, qb, 4 * c, a);
+  lane_sums<kVec>(kt, qb, 4 * c + 2, b);
+  for (int m = 0; m < kScoreQueries; ++m) a[m] = _mm512_add_ps(a[m], b[m]);
+  lane_sums<kVec>(kt, qb, 4 * c + 1, b);
+  lane_sums<kVec>(kt, qb, 4 * c + 3, t);
+  for (int m = 0; m < kScoreQueries; ++m) out[m] = _mm512_add_ps(a[m], _mm512_add_ps(b[m], t[m]));
+}
+
+// The scores of 16 positions for a block of queries: ((C0 + C2) + (C1 + C3)) times the scale.
+template <int kVec>
+void chunk_scores(const float* kt, const float* qb, float scale, __m512* out) {
+  __m512 x[kScoreQueries], y[kScoreQueries], z[kScoreQueries];
+  quad_sums<kVec>(kt, qb, 0, x);
+  quad_sums<kVec>(kt, qb, 2, y);
+  for (int m = 0; m < kScoreQueries; ++m) x[m] = _mm512_add_ps(x[m], y[m]);
+  quad_sums<kVec>(kt, qb, 1, y);
+  quad_sums<kVec>(kt, qb, 3, z);
+  for (int m = 0; m < kScoreQueries; ++m) {
+    out[m] = _mm512_mul_ps(_mm512_add_ps(x[m], _mm512_add_ps(y[m], z[m])), _mm512_set1_ps(scale));
   }
 }
 
@@ -229,7 +219,15 @@ void attend_tile(const KvStorage& kv, int64_t layer, int64_t kv_head, const int3
   float* sums = scratch;                  // n x head_dim
   float* chunk = sums + n * head_dim;     // 16 rows of keys or values
   float* kt = chunk + kChunk * head_dim;  // the same keys' columns
-  float* score_base = kt + kChunk * head_dim;
+  // The queries in blocks of kScoreQueries, interleaved (see lane_sums); zeros past the last.
+  float* packed = kt + kChunk * head_dim;
+  const int64_t n_blocks = (n + kScoreQueries - 1) / kScoreQueries;
+  for (int64_t m = 0; m < n_blocks * kScoreQueries; ++m) {
+    float* block = packed + m / kScoreQueries * kScoreQueries * head_dim + m % kScoreQueries;
+    for (int64_t d = 0; d < head_dim; ++d)
+      block[kScoreQueries * d] = m < n ? queries[m].q[d] : 0.0f;
+  }
+  float* score_base = packed + n_blocks * kScoreQueries * head_dim;
   // Query m's scores: entry j - first for position j, with kScoreRoom floats on each side.
   auto scores_of = [&](int64_t m) { return score_base + m * kScoreStride + kScoreRoom; };
   int64_t lo = queries[0].first, hi = queries[0].last;
@@ -247,15 +245,13 @@ void attend_tile(const KvStorage& kv, int64_t layer, int64_t kv_head, const int3
       const int n_q = static_cast<int>(n - m0 < kScoreQueries ? n - m0 : kScoreQueries);
       uint32_t lanes[kScoreQueries];
       uint32_t any = 0;
-      const float* q[kScoreQueries];
       for (int m = 0; m < n_q; ++m) {
         lanes[m] = lanes_in(c, queries[m0 + m].first, queries[m0 + m].last);
         any |= lanes[m];
-        q[m] = queries[m0 + m].q;
       }
       if (any == 0) continue;
       __m512 s[kScoreQueries];
-      chunk_scores_for<kVec>(n_q, kt, q, scale, s);
+      chunk_scores<kVec>(kt, packed + m0 * head_dim, scale, s);
       for (int m = 0; m < n_q; ++m) {
         if (lanes[m] == 0) continue;  // (then c - first may lie outside the query's room)
         _mm512_mask_storeu_ps(scores_of(m0 + m) + (c - queries[m0 + m].first),
