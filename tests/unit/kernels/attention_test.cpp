@@ -158,6 +158,13 @@ struct Fixture {
     return f;
   }
 
+  // Where row r's head h element d lies in q and the outputs.
+  size_t at(size_t r, int64_t h, int64_t d) const {
+    return (r * static_cast<size_t>(shape.n_head) + static_cast<size_t>(h)) *
+               static_cast<size_t>(shape.head_dim) +
+           static_cast<size_t>(d);
+  }
+
   const std::vector<int32_t>& table_of(size_t row) const {
     return tables[shape.one_sequence ? 0 : row];
   }
@@ -192,8 +199,7 @@ struct Fixture {
   double bound_and_exact(size_t r, int64_t h, std::vector<double>& exact) const {
     const int64_t d_model = shape.head_dim;
     const int64_t kv_head = h / (shape.n_head / shape.n_kv_heads);
-    const float* qh = q.data() + (r * static_cast<size_t>(shape.n_head) + static_cast<size_t>(h)) *
-                                     static_cast<size_t>(d_model);
+    const float* qh = q.data() + at(r, h, 0);
     const int32_t first = rows[r].first_position;
     const int32_t n_pos = rows[r].position + 1;
     const double scale = 1.0 / std::sqrt(static_cast<double>(d_model));
@@ -297,9 +303,7 @@ TEST(PagedAttention, ScalarMatchesDoublePrecisionSoftmax) {
           // half the bound applies; the full bound is used (it is still ~1e-5).
           const double bound = f.bound_and_exact(r, h, exact);
           for (int64_t d = 0; d < shape.head_dim; ++d) {
-            const size_t i = (r * static_cast<size_t>(shape.n_head) + static_cast<size_t>(h)) *
-                                 static_cast<size_t>(shape.head_dim) +
-                             static_cast<size_t>(d);
+            const size_t i = f.at(r, h, d);
             ASSERT_NEAR(out[i], exact[static_cast<size_t>(d)], bound)
                 << describe(shape, type) << " row " << r << " head " << h << " d " << d;
           }
@@ -326,9 +330,7 @@ TEST(PagedAttention, EveryVariantMatchesScalarWithinTheBound) {
           for (int64_t h = 0; h < shape.n_head; ++h) {
             const double bound = f.bound_and_exact(r, h, exact);
             for (int64_t d = 0; d < shape.head_dim; ++d) {
-              const size_t i = (r * static_cast<size_t>(shape.n_head) + static_cast<size_t>(h)) *
-                                   static_cast<size_t>(shape.head_dim) +
-                               static_cast<size_t>(d);
+              const size_t i = f.at(r, h, d);
               if (has_kernel) {
                 ASSERT_NEAR(variant[i], scalar[i], bound)
                     << kernel_isa_name(isa) << " " << describe(shape, type) << " row " << r
@@ -408,9 +410,7 @@ TEST(PagedAttention, ConsecutiveRowsOfOneSequenceGiveTheirBitsAlone) {
           for (int64_t h = 0; h < shape.n_head; h += 5) {
             const double bound = f.bound_and_exact(r, h, exact);
             for (int64_t d = 0; d < shape.head_dim; ++d) {
-              const size_t i = (r * static_cast<size_t>(shape.n_head) + static_cast<size_t>(h)) *
-                                   static_cast<size_t>(shape.head_dim) +
-                               static_cast<size_t>(d);
+              const size_t i = f.at(r, h, d);
               ASSERT_NEAR(one[i], scalar[i], 2 * bound)
                   << kernel_isa_name(isa) << " " << describe(shape, type) << " row " << r
                   << " head " << h << " d " << d;
@@ -441,9 +441,7 @@ TEST(PagedAttention, LongRowsComputedInPiecesMatchExactArithmeticAndStayInvarian
           for (int64_t h = 0; h < shape.n_head; h += 3) {
             const double bound = f.bound_and_exact(r, h, exact);
             for (int64_t d = 0; d < shape.head_dim; ++d) {
-              const size_t i = (r * static_cast<size_t>(shape.n_head) + static_cast<size_t>(h)) *
-                                   static_cast<size_t>(shape.head_dim) +
-                               static_cast<size_t>(d);
+              const size_t i = f.at(r, h, d);
               ASSERT_NEAR(one[i], exact[static_cast<size_t>(d)], 2 * bound)
                   << kernel_isa_name(isa) << " " << describe(shape, type) << " row " << r
                   << " head " << h << " d " << d;
