@@ -6,6 +6,7 @@
 #include "base/utf8.h"
 #include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/spm_tokenizer.h"
+#include "tokenizer/wordpiece_tokenizer.h"
 
 namespace trellis {
 namespace {
@@ -70,6 +71,9 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::create(Vocab vocab) {
       break;
     case TokenizerKind::BPE:
       tokenizer = make_bpe_tokenizer(std::move(vocab));
+      break;
+    case TokenizerKind::WORDPIECE:
+      tokenizer = make_wordpiece_tokenizer(std::move(vocab));
       break;
   }
   if (tokenizer.ok()) (*tokenizer)->index_pieces();

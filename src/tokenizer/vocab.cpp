@@ -102,10 +102,12 @@ Result<Vocab> load_vocab(const GgufFile& file) {
     vocab.kind = TokenizerKind::SPM;
   } else if (vocab.model == "gpt2") {
     vocab.kind = TokenizerKind::BPE;
+  } else if (vocab.model == "bert") {
+    vocab.kind = TokenizerKind::WORDPIECE;
   } else {
     return vocab_error(file, "unsupported tokenizer model '" + vocab.model +
                                  "' (tokenizer.ggml.model; supported: 'llama' (SentencePiece), "
-                                 "'gpt2' (byte-level BPE))");
+                                 "'gpt2' (byte-level BPE), 'bert' (WordPiece))");
   }
   Result<std::string> pre = file.get_string_or("tokenizer.ggml.pre", "default");
   if (!pre.ok()) return pre.error();
@@ -164,11 +166,26 @@ Result<Vocab> load_vocab(const GgufFile& file) {
     vocab.unk_id = if_present(0);
     vocab.add_bos = true;
     vocab.add_space_prefix = true;
-  } else {
+  } else if (vocab.kind == TokenizerKind::BPE) {
     vocab.add_bos = bpe_pre_adds_bos(vocab.pre);
     vocab.add_space_prefix = false;
   }
   vocab.add_eos = false;
+  if (vocab.kind == TokenizerKind::WORDPIECE) {
+    // BERT's input is [CLS] text [SEP]; the tokens go by their texts unless the keys say.
+    auto find = [&](std::string_view text) {
+      for (size_t i = 0; i < n_tokens; ++i) {
+        if (vocab.tokens[i] == text) return static_cast<TokenId>(i);
+      }
+      return kNoToken;
+    };
+    vocab.bos_id = find("[CLS]");
+    vocab.eos_id = find("[SEP]");
+    vocab.unk_id = find("[UNK]");
+    vocab.pad_id = find("[PAD]");
+    vocab.add_bos = true;
+    vocab.add_eos = true;
+  }
 
   TRELLIS_TRY(read_token_id(file, "tokenizer.ggml.bos_token_id", n, vocab.bos_id));
   TRELLIS_TRY(read_token_id(file, "tokenizer.ggml.eos_token_id", n, vocab.eos_id));
@@ -194,7 +211,10 @@ Result<Vocab> load_vocab(const GgufFile& file) {
     vocab.add_bos = false;
   }
   if (vocab.add_eos && vocab.eos_id == kNoToken) {
-    return vocab_error(file, "tokenizer.ggml.add_eos_token is true but there is no EOS token");
+    if (file.has("tokenizer.ggml.add_eos_token")) {
+      return vocab_error(file, "tokenizer.ggml.add_eos_token is true but there is no EOS token");
+    }
+    vocab.add_eos = false;
   }
   return vocab;
 }

@@ -25,8 +25,8 @@ enum class TokenType : int32_t {
   BYTE = 6,
 };
 
-// `tokenizer.ggml.model`: "llama" is SentencePiece-style, "gpt2" byte-level BPE.
-enum class TokenizerKind { SPM, BPE };
+// `tokenizer.ggml.model`: "llama" is SentencePiece-style, "gpt2" byte-level BPE, "bert" WordPiece.
+enum class TokenizerKind { SPM, BPE, WORDPIECE };
 
 struct Vocab {
   TokenizerKind kind = TokenizerKind::SPM;

@@ -1,5 +1,5 @@
-// llama.cpp's tokenizer test vectors: every vocab in shared/tokenizer-vectors (except the
-// WordPiece bert-bge) and every model in shared/models with .inp/.out files.
+// llama.cpp's tokenizer test vectors: every vocab in shared/tokenizer-vectors (SentencePiece,
+// byte-level BPE, WordPiece) and every model in shared/models with .inp/.out files.
 //
 // .inp: cases separated by "\n__ggml_vocab_test__\n", the file ending with one (46 cases).
 // .out: one line per case, each id preceded by a space; tokenized with add_special = false and
@@ -54,7 +54,6 @@ std::vector<VectorFile> vector_files() {
       for (const auto& entry : fs::directory_iterator(folder)) {
         const fs::path& path = entry.path();
         if (path.extension() != ".gguf") continue;
-        if (path.stem() == "ggml-vocab-bert-bge") continue;  // WordPiece: not supported
         if (!fs::exists(path.string() + ".inp") || !fs::exists(path.string() + ".out")) continue;
         files.push_back({test_name(path.stem().string()), path.string()});
       }
@@ -188,6 +187,20 @@ TEST_P(TokenizerVectorsTest, EncodeMatchesEveryCase) {
 // byte tokens (true for these vocabs) and no CONTROL/UNKNOWN token is produced, since decode()
 // concatenates pieces and strips nothing. Byte-level BPE is lossless: exactly the text.
 TEST_P(TokenizerVectorsTest, DecodeOfEncodeRestoresTheText) {
+  if (tokenizer_->vocab().kind == TokenizerKind::WORDPIECE) {
+    // WordPiece is lossy (lowercase, no accents, whitespace collapsed): what holds is that the
+    // decoded text encodes to the same tokens, wherever no word became the unknown token.
+    int checked = 0;
+    for (size_t i = 0; i < cases_.size(); ++i) {
+      const std::vector<TokenId> ids = tokenizer_->encode(cases_[i], false, false);
+      if (std::find(ids.begin(), ids.end(), tokenizer_->vocab().unk_id) != ids.end()) continue;
+      EXPECT_EQ(tokenizer_->encode(tokenizer_->decode(ids), false, false), ids)
+          << "case " << i << " " << printable(cases_[i]);
+      ++checked;
+    }
+    EXPECT_GT(checked, 30);
+    return;
+  }
   const bool prefix =
       tokenizer_->vocab().kind == TokenizerKind::SPM && tokenizer_->vocab().add_space_prefix;
   for (size_t i = 0; i < cases_.size(); ++i) {

@@ -181,14 +181,37 @@ TEST(VocabTest, SpmDefaultIdsOutsideATinyVocabAreNone) {
 }
 
 TEST(VocabTest, UnknownModelIsNamed) {
-  GgufImage bert;
-  bert.set("tokenizer.ggml.model", str("bert"));
-  bert.set("tokenizer.ggml.tokens", gguf_string_array({"[PAD]"}));
-  Loaded loaded = load(bert);
+  GgufImage rwkv;
+  rwkv.set("tokenizer.ggml.model", str("rwkv"));
+  rwkv.set("tokenizer.ggml.tokens", gguf_string_array({"[PAD]"}));
+  Loaded loaded = load(rwkv);
   ASSERT_FALSE(loaded.vocab.ok());
-  EXPECT_NE(loaded.vocab.error().message.find("'bert'"), std::string::npos)
+  EXPECT_NE(loaded.vocab.error().message.find("'rwkv'"), std::string::npos)
       << loaded.vocab.error().message;
   EXPECT_NE(loaded.vocab.error().message.find("test.gguf"), std::string::npos);
+}
+
+TEST(VocabTest, BertIsWordPieceWithClsAndSepAroundTheText) {
+  GgufImage bert;
+  bert.set("tokenizer.ggml.model", str("bert"));
+  bert.set("tokenizer.ggml.tokens", gguf_string_array({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"}));
+  Loaded loaded = load(bert);
+  ASSERT_TRUE(loaded.vocab.ok()) << loaded.vocab.error().message;
+  EXPECT_EQ(loaded.vocab->kind, TokenizerKind::WORDPIECE);
+  EXPECT_EQ(loaded.vocab->bos_id, 2);
+  EXPECT_EQ(loaded.vocab->eos_id, 3);
+  EXPECT_EQ(loaded.vocab->unk_id, 1);
+  EXPECT_EQ(loaded.vocab->pad_id, 0);
+  EXPECT_TRUE(loaded.vocab->add_bos);
+  EXPECT_TRUE(loaded.vocab->add_eos);
+  // Without those tokens there is nothing to add (no error: the keys did not ask for it).
+  GgufImage bare;
+  bare.set("tokenizer.ggml.model", str("bert"));
+  bare.set("tokenizer.ggml.tokens", gguf_string_array({"a", "b"}));
+  Loaded plain = load(bare);
+  ASSERT_TRUE(plain.vocab.ok()) << plain.vocab.error().message;
+  EXPECT_FALSE(plain.vocab->add_bos);
+  EXPECT_FALSE(plain.vocab->add_eos);
 }
 
 TEST(VocabTest, MissingModelOrTokensIsAnError) {
@@ -364,8 +387,12 @@ TEST(VocabTest, SharedLlamaBpeAndBert) {
   EXPECT_TRUE(llama3->add_bos);
 
   Result<Vocab> bert = load_shared("tokenizer-vectors/ggml-vocab-bert-bge.gguf");
-  ASSERT_FALSE(bert.ok());
-  EXPECT_NE(bert.error().message.find("'bert'"), std::string::npos) << bert.error().message;
+  ASSERT_TRUE(bert.ok()) << bert.error().message;
+  EXPECT_EQ(bert->kind, TokenizerKind::WORDPIECE);
+  EXPECT_EQ(bert->size(), 30522);
+  EXPECT_EQ(bert->bos_id, 101);  // [CLS]
+  EXPECT_EQ(bert->eos_id, 102);  // [SEP]
+  EXPECT_EQ(bert->unk_id, 100);
 }
 
 }  // namespace
