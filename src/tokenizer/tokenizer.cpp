@@ -4,6 +4,7 @@
 #include <string>
 
 #include "base/utf8.h"
+#include "tokenizer/bpe_special_tokens.h"
 #include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/spm_tokenizer.h"
 #include "tokenizer/wordpiece_tokenizer.h"
@@ -78,6 +79,16 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::create(Vocab vocab) {
   }
   if (tokenizer.ok()) (*tokenizer)->index_pieces();
   return tokenizer;
+}
+
+std::vector<Tokenizer::Fragment> Tokenizer::split_with(const SpecialTokenSplitter& splitter,
+                                                       std::string_view text, bool parse_special) {
+  std::vector<Fragment> out;
+  for (const SpecialTokenSplitter::Fragment& piece : splitter.split(text, parse_special)) {
+    out.push_back(
+        {piece.token, static_cast<size_t>(piece.text.data() - text.data()), piece.text.size()});
+  }
+  return out;
 }
 
 void Tokenizer::index_pieces() {

@@ -12,6 +12,8 @@
 
 namespace trellis {
 
+class SpecialTokenSplitter;
+
 // One piece of a text to encode, and whether CONTROL tokens spelled inside it become those tokens.
 struct TextSegment {
   std::string_view text;
@@ -76,6 +78,9 @@ class Tokenizer {
   // Splits `text` into fragments, in order, covering it; plain fragments are non-empty.
   // USER_DEFINED tokens are always split out; CONTROL ones only when parse_special.
   virtual std::vector<Fragment> split_special(std::string_view text, bool parse_special) const = 0;
+  // split_special for a tokenizer that finds its special tokens with `splitter`.
+  static std::vector<Fragment> split_with(const SpecialTokenSplitter& splitter,
+                                          std::string_view text, bool parse_special);
   // Tokens of `text` already split into `fragments` (as split_special makes them, but adjacent
   // plain fragments may have been merged), with BOS/EOS when add_special.
   virtual std::vector<TokenId> encode_fragments(std::string_view text,

@@ -91,12 +91,7 @@ class WordPieceTokenizer final : public Tokenizer {
 
  protected:
   std::vector<Fragment> split_special(std::string_view text, bool parse_special) const override {
-    std::vector<Fragment> out;
-    for (const SpecialTokenSplitter::Fragment& piece : special_.split(text, parse_special)) {
-      out.push_back(
-          {piece.token, static_cast<size_t>(piece.text.data() - text.data()), piece.text.size()});
-    }
-    return out;
+    return split_with(special_, text, parse_special);
   }
 
   std::vector<TokenId> encode_fragments(std::string_view text, std::span<const Fragment> fragments,
