@@ -10,6 +10,8 @@ void add_model_commands(CLI::App& app, int& exit_code);
 void add_tokenize_commands(CLI::App& app, int& exit_code);
 void add_demo_command(CLI::App& app, int& exit_code);
 void add_generate_command(CLI::App& app, int& exit_code);
+// `trellis embed`: embeddings or rerank scores from an encoder file.
+void add_embed_command(CLI::App& app, int& exit_code);
 void add_logits_command(CLI::App& app, int& exit_code);
 void add_bench_commands(CLI::App& app, int& exit_code);
 void add_serve_command(CLI::App& app, int& exit_code);

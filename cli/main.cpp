@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   trellis::cli::add_serve_command(app, exit_code);
   trellis::cli::add_route_command(app, exit_code);
   trellis::cli::add_tokenize_commands(app, exit_code);
+  trellis::cli::add_embed_command(app, exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

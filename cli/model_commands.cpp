@@ -6,6 +6,7 @@
 #include "gguf/gguf_file.h"
 #include "model/architecture.h"
 #include "model/model_presets.h"
+#include "model/encoder_synth.h"
 #include "model/synth_family.h"
 #include "model/synth_model.h"
 #include "model_summary.h"
@@ -46,9 +47,55 @@ struct SynthArgs {
   bool no_chat_template = false;
   std::string output;
   int threads = 0;
+  std::string pooling;  // encoders: mean, cls, last or rank (default mean)
 };
 
+// `model synth --arch bert|nomic-bert`: an embedding model or reranker.
+int run_encoder_synth(const SynthArgs& args, const EncoderFamily& family) {
+  EncoderSynthOptions options;
+  options.family = &family;
+  options.preset = find_encoder_preset(args.preset);
+  if (options.preset == nullptr) {
+    std::fprintf(stderr, "error: unknown encoder preset '%s' (known: %s)\n", args.preset.c_str(),
+                 encoder_preset_names().c_str());
+    return 1;
+  }
+  const std::optional<Pooling> pooling =
+      pooling_from_name(args.pooling.empty() ? "mean" : args.pooling);
+  if (!pooling || *pooling == Pooling::NONE) {
+    std::fprintf(stderr, "error: unknown pooling '%s' (mean, cls, last, rank)\n",
+                 args.pooling.c_str());
+    return 1;
+  }
+  options.pooling = *pooling;
+  const std::optional<DType> type = dtype_from_name(args.type);
+  if (!type || !is_synth_type(*type)) {
+    std::fprintf(stderr, "error: unsupported type '%s' (%s)\n", args.type.c_str(),
+                 quant_type_names().c_str());
+    return 1;
+  }
+  options.type = *type;
+  options.seed = args.seed;
+  options.output_path = args.output;
+  options.n_threads = args.threads;
+  Status status = synthesize_encoder(options);
+  if (!status.ok()) {
+    std::fprintf(stderr, "error: %s\n", status.error().message.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "wrote %s\n", args.output.c_str());
+  return 0;
+}
+
 int run_synth(const SynthArgs& args) {
+  if (const EncoderFamily* encoder = find_encoder_family(args.arch)) {
+    return run_encoder_synth(args, *encoder);
+  }
+  if (!args.pooling.empty()) {
+    std::fprintf(stderr, "error: --pooling is for encoders (--arch %s)\n",
+                 encoder_family_names().c_str());
+    return 1;
+  }
   std::optional<ModelPreset> preset = find_model_preset(args.preset);
   if (!preset) {
     std::fprintf(stderr, "error: unknown preset '%s' (known: %s)\n", args.preset.c_str(),
@@ -124,10 +171,14 @@ void add_model_commands(CLI::App& app, int& exit_code) {
   CLI::App* synth = model->add_subcommand("synth", "Write a GGUF (" + supported_architectures() +
                                                        ") with deterministic random weights");
   auto args = std::make_shared<SynthArgs>();
-  synth->add_option("--preset", args->preset, "Shape preset: " + preset_names())
+  synth->add_option("--preset", args->preset,
+                    "Shape preset: " + preset_names() + "; encoders: " + encoder_preset_names())
       ->capture_default_str();
   synth->add_option("--arch", args->arch,
-                    "Family: " + synth_family_names() + " (default: the preset's)");
+                    "Family: " + synth_family_names() + ", or an encoder: " +
+                        encoder_family_names() + " (default: the preset's)");
+  synth->add_option("--pooling", args->pooling,
+                    "Encoders: mean, cls, last, or rank (a cross-encoder reranker)");
   synth
       ->add_option("--type", args->type,
                    "Weight type: " + quant_type_names() + ", " + std::string(kQuantMixNames))

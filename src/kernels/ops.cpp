@@ -18,21 +18,34 @@
 
 namespace trellis {
 
-TRELLIS_VECTOR_CLONES void rms_norm_row(const float* x, const float* weight, int64_t n, float eps,
-                                        float* out) {
-  // Sum of squares in double (accurate), in eight interleaved partial sums (element i into sum
-  // i % 8, which the compiler keeps in vector lanes) added up in a fixed tree: the same order for
-  // every batch and every variant.
+namespace {
+
+// Sum of x[i] (squares: of x[i] - shift) in double, in eight interleaved partial sums (element i
+// into sum i % 8, which the compiler keeps in vector lanes) added up in a fixed tree: the same
+// order for every batch and every variant.
+template <bool kSquares>
+inline double sum_eightfold(const float* x, int64_t n, double shift) {
   double partial[8] = {};
+  auto term = [shift](float v) {
+    const double d = static_cast<double>(v) - shift;
+    return kSquares ? d * d : d;
+  };
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    for (int j = 0; j < 8; ++j) partial[j] += static_cast<double>(x[i + j]) * x[i + j];
+    for (int j = 0; j < 8; ++j) partial[j] += term(x[i + j]);
   }
-  for (int j = 0; i < n; ++i, ++j) partial[j] += static_cast<double>(x[i]) * x[i];
-  const double sum_sq = ((partial[0] + partial[4]) + (partial[2] + partial[6])) +
-                        ((partial[1] + partial[5]) + (partial[3] + partial[7]));
+  for (int j = 0; i < n; ++i, ++j) partial[j] += term(x[i]);
+  return ((partial[0] + partial[4]) + (partial[2] + partial[6])) +
+         ((partial[1] + partial[5]) + (partial[3] + partial[7]));
+}
+
+}  // namespace
+
+TRELLIS_VECTOR_CLONES void rms_norm_row(const float* x, const float* weight, int64_t n, float eps,
+                                        float* out) {
+  const double sum_sq = sum_eightfold<true>(x, n, 0.0);
   const float scale = static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(n) + eps));
-  for (i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
 }
 
 void rope_row(float* x, int64_t n_heads, int64_t head_dim, int32_t position,
@@ -83,6 +96,15 @@ void yarn_corr_dims(int64_t n_rot, int64_t n_ctx_orig, float base, float* low, f
   *high = std::min(static_cast<float>(n_rot - 1), std::ceil(corr_dim(1.0f)));
 }
 
+TRELLIS_VECTOR_CLONES void layer_norm_row(const float* x, const float* weight, const float* bias,
+                                          int64_t n, float eps, float* out) {
+  const double mean = sum_eightfold<false>(x, n, 0.0) / static_cast<double>(n);
+  const double var = sum_eightfold<true>(x, n, mean) / static_cast<double>(n);
+  const auto mean_f = static_cast<float>(mean);
+  const float scale = static_cast<float>(1.0 / std::sqrt(var + eps));
+  for (int64_t i = 0; i < n; ++i) out[i] = (x[i] - mean_f) * scale * weight[i] + bias[i];
+}
+
 namespace {
 
 // 2^k for -126 <= k <= 127, from its bits.
@@ -118,6 +140,13 @@ inline float exp_poly(float x) {
   return p * power_of_two(half) * power_of_two(n_int - half);
 }
 
+// gelu_tanh(z) as z / (1 + e^(-2u)), u = sqrt(2 / pi) (z + 0.044715 z^3) (see ops.h).
+inline float gelu_tanh(float z) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  const float u = kSqrt2OverPi * (z + 0.044715f * z * z * z);
+  return z / (1.0f + exp_poly(-2.0f * u));
+}
+
 }  // namespace
 
 TRELLIS_VECTOR_CLONES void silu_mul_row(float* gate, const float* up, int64_t n) {
@@ -128,12 +157,11 @@ TRELLIS_VECTOR_CLONES void silu_mul_row(float* gate, const float* up, int64_t n)
 }
 
 TRELLIS_VECTOR_CLONES void gelu_tanh_mul_row(float* gate, const float* up, int64_t n) {
-  constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  for (int64_t i = 0; i < n; ++i) {
-    const float z = gate[i];
-    const float u = kSqrt2OverPi * (z + 0.044715f * z * z * z);
-    gate[i] = z / (1.0f + exp_poly(-2.0f * u)) * up[i];
-  }
+  for (int64_t i = 0; i < n; ++i) gate[i] = gelu_tanh(gate[i]) * up[i];
+}
+
+TRELLIS_VECTOR_CLONES void gelu_tanh_row(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = gelu_tanh(x[i]);
 }
 
 TRELLIS_VECTOR_CLONES void swiglu_oai_row(float* gate, const float* up, int64_t n) {
@@ -148,6 +176,11 @@ TRELLIS_VECTOR_CLONES void swiglu_oai_row(float* gate, const float* up, int64_t 
 
 void add_row(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+void add_bias_rows(float* rows, std::span<const float> bias, int64_t n_rows) {
+  const auto n = static_cast<int64_t>(bias.size());
+  for (int64_t r = 0; r < n_rows; ++r) add_row(rows + r * n, bias.data(), n);
 }
 
 }  // namespace trellis

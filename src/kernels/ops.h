@@ -3,11 +3,17 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 namespace trellis {
 
 // out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i], for one row of n values (out may alias x).
 void rms_norm_row(const float* x, const float* weight, int64_t n, float eps, float* out);
+
+// LayerNorm (BERT's): out[i] = (x[i] - mean(x)) / sqrt(var(x) + eps) * weight[i] + bias[i], for one
+// row of n values (out may alias x); mean and variance in double, in a fixed order.
+void layer_norm_row(const float* x, const float* weight, const float* bias, int64_t n, float eps,
+                    float* out);
 
 // Which elements of a head RoPE rotates together (llama.cpp's rope types "normal" and "neox").
 enum class RopeStyle {
@@ -58,11 +64,18 @@ void silu_mul_row(float* gate, const float* up, int64_t n);
 // negative z).
 void gelu_tanh_mul_row(float* gate, const float* up, int64_t n);
 
+// x[i] = gelu_tanh(x[i]) (BERT's feed-forward activation, as llama.cpp computes it: the tanh
+// approximation above).
+void gelu_tanh_row(float* x, int64_t n);
+
 // gpt-oss's clamped SwiGLU: with g = min(gate[i], 7) and u = clamp(up[i], -7, 7),
 //   gate[i] = g * sigmoid(1.702 g) * (u + 1)
 void swiglu_oai_row(float* gate, const float* up, int64_t n);
 
 // x[i] += y[i]
 void add_row(float* x, const float* y, int64_t n);
+
+// Adds `bias` to each of n_rows rows of bias.size() values (nothing when it is empty).
+void add_bias_rows(float* rows, std::span<const float> bias, int64_t n_rows);
 
 }  // namespace trellis

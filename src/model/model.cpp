@@ -12,6 +12,7 @@
 #include "kernels/weight_pack.h"
 #include "model/family_tensors.h"
 #include "model/ffn_activation.h"
+#include "model/tensor_binding.h"
 #include "quant/quant.h"
 
 namespace trellis {
@@ -20,60 +21,6 @@ namespace {
 // Rows per claim of the row-wise steps (norms, RoPE, KV writes): a prefill's rows spread over the
 // threads instead of leaving them idle, while a decode step's few rows stay on the caller.
 constexpr int64_t kRowGranule = 16;
-
-Result<const GgufTensor*> find_tensor(const GgufFile& file, const std::string& name,
-                                      std::vector<int64_t> shape) {
-  const GgufTensor* t = file.find_tensor(name);
-  if (t == nullptr) return Error{file.name() + ": missing tensor '" + name + "'"};
-  // Trailing dimensions of 1 are equivalent to absent ones.
-  std::vector<int64_t> actual = t->shape;
-  while (actual.size() > shape.size() && actual.back() == 1) actual.pop_back();
-  if (actual != shape) {
-    auto str = [](const std::vector<int64_t>& s) {
-      std::string out = "[";
-      for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-      return out + "]";
-    };
-    return Error{file.name() + ": tensor '" + name + "' has shape " + str(t->shape) +
-                 ", expected " + str(shape)};
-  }
-  return t;
-}
-
-Result<WeightView> bind_matrix(const GgufFile& file, const std::string& name, int64_t n_in,
-                               int64_t n_out) {
-  Result<const GgufTensor*> t = find_tensor(file, name, {n_in, n_out});
-  if (!t.ok()) return t.error();
-  if (!matmul_supports((*t)->type)) {
-    return Error{file.name() + ": tensor '" + name + "' has type " +
-                 std::string(dtype_name((*t)->type)) + ", which matmul does not support"};
-  }
-  return WeightView{(*t)->type, (*t)->data, n_in, n_out};
-}
-
-// A tensor of `shape` read as f32 values, its rows one after the other.
-Result<std::vector<float>> bind_values(const GgufFile& file, const std::string& name,
-                                       const std::vector<int64_t>& shape) {
-  Result<const GgufTensor*> t = find_tensor(file, name, shape);
-  if (!t.ok()) return t.error();
-  if (!can_dequantize((*t)->type) || !row_bytes((*t)->type, shape[0]).has_value()) {
-    return Error{file.name() + ": tensor '" + name + "' has unsupported type " +
-                 std::string(dtype_name((*t)->type))};
-  }
-  const int64_t n_rows = static_cast<int64_t>(
-      std::accumulate(shape.begin() + 1, shape.end(), int64_t{1}, std::multiplies<>()));
-  const uint64_t stride = *row_bytes((*t)->type, shape[0]);
-  std::vector<float> values(static_cast<size_t>(shape[0] * n_rows));
-  for (int64_t r = 0; r < n_rows; ++r) {
-    dequantize_row((*t)->type, static_cast<const uint8_t*>((*t)->data) + r * stride,
-                   values.data() + r * shape[0], shape[0]);
-  }
-  return values;
-}
-
-Result<std::vector<float>> bind_vector(const GgufFile& file, const std::string& name, int64_t n) {
-  return bind_values(file, name, {n});
-}
 
 // The tensors of the family outside the layers: each required one is there, and each one there
 // has the shape the table gives it (the layers' tensors are checked as they are bound).
@@ -271,27 +218,7 @@ std::vector<WeightView*> Model::matmul_weights() {
 }
 
 void Model::pack_weights(const GgufFile& file) {
-  const KernelIsa isa = best_kernel_isa();
-  std::vector<WeightView*> packable;
-  size_t total = 0;
-  for (WeightView* w : matmul_weights()) {
-    if (!weight_packable(isa, *w)) continue;
-    packable.push_back(w);
-    total += packed_weight_bytes(*w);
-  }
-  if (packable.empty()) return;
-  packed_ = allocate_packed_bytes(total);
-  if (packed_ == nullptr) return;  // no memory for a copy: the kernels read the rows as they are
-  uint8_t* dst = packed_.get();
-  for (WeightView* w : packable) {
-    const uint64_t rows_bytes = *row_bytes(w->type, w->n_in) * static_cast<uint64_t>(w->n_out);
-    const std::span<const uint8_t> rows(static_cast<const uint8_t*>(w->data), rows_bytes);
-    const size_t bytes = packed_weight_bytes(*w);
-    *w = pack_weight(isa, *w, dst);
-    dst += bytes;
-    // Released matrix by matrix, so that the peak holds one matrix twice, not the model.
-    file.release_pages(rows);
-  }
+  packed_ = pack_matmul_weights(file, matmul_weights());
 }
 
 KvLayout Model::kv_layout(int32_t block_size, KvTypes types) const {
@@ -352,11 +279,6 @@ void copy_columns(const float* in, int64_t in_stride, int64_t offset, int64_t n_
     std::memcpy(out + r * n_out, in + r * in_stride + offset, static_cast<size_t>(n_out) * 4);
 }
 
-void add_bias(float* rows, const std::vector<float>& bias, int32_t n_rows) {
-  const auto n = static_cast<int64_t>(bias.size());
-  for (int32_t r = 0; r < n_rows; ++r) add_row(rows + r * n, bias.data(), n);
-}
-
 // RMSNorm of each head of each row, with one weight vector shared by all heads.
 void norm_heads(float* rows, int64_t n_heads, int64_t head_dim, const std::vector<float>& weight,
                 float eps, int32_t n_rows) {
@@ -384,9 +306,9 @@ void Model::project_qkv(const LayerWeights& layer, int32_t n_rows, Workspace& ws
     matmul_many(jobs, ws.xn.data(), n_rows, pool, ws.matmul_scratch);
   }
   if (arch_->qkv_bias) {
-    add_bias(ws.q.data(), layer.bq, n_rows);
-    add_bias(ws.k.data(), layer.bk, n_rows);
-    add_bias(ws.v.data(), layer.bv, n_rows);
+    add_bias_rows(ws.q.data(), layer.bq, n_rows);
+    add_bias_rows(ws.k.data(), layer.bk, n_rows);
+    add_bias_rows(ws.v.data(), layer.bv, n_rows);
   }
   const auto eps = static_cast<float>(hp_.rms_norm_eps);
   switch (arch_->qk_norm) {
@@ -484,7 +406,7 @@ void Model::attention_block(const LayerWeights& layer, int64_t il, const Forward
                   ws.attn.data(), pool, ws.attention_scratch,
                   layer.attn_sinks.empty() ? nullptr : layer.attn_sinks.data());
   matmul(layer.wo, ws.attn.data(), n_rows, ws.proj.data(), pool, ws.matmul_scratch);
-  if (arch_->output_bias) add_bias(ws.proj.data(), layer.bo, n_rows);
+  if (arch_->output_bias) add_bias_rows(ws.proj.data(), layer.bo, n_rows);
   add_residual(layer.post_attn_norm, n_rows, ws, pool);
 }
 

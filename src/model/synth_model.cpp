@@ -49,56 +49,6 @@ uint64_t row_seed(uint64_t seed, size_t tensor_index, int64_t row) {
   return mix.next();
 }
 
-// llama.cpp's general.file_type codes for the "mostly" type of a file.
-uint32_t file_type_code(DType type) {
-  switch (type) {
-    case DType::F32:
-      return 0;
-    case DType::F16:
-      return 1;
-    case DType::Q4_0:
-      return 2;
-    case DType::Q4_1:
-      return 3;
-    case DType::Q8_0:
-      return 7;
-    case DType::Q5_0:
-      return 8;
-    case DType::Q5_1:
-      return 9;
-    case DType::Q2_K:
-      return 10;
-    case DType::Q3_K:
-      return 11;  // MOSTLY_Q3_K_S: every matrix Q3_K
-    case DType::Q4_K:
-      return 14;  // MOSTLY_Q4_K_S
-    case DType::Q5_K:
-      return 16;  // MOSTLY_Q5_K_S
-    case DType::Q6_K:
-      return 18;
-    case DType::BF16:
-      return 32;
-    case DType::MXFP4:
-      return 38;  // MOSTLY_MXFP4_MOE
-    default:
-      return 0;
-  }
-}
-
-void set_vocab_metadata(GgufWriter& writer, const Vocab& vocab) {
-  std::vector<int32_t> types;
-  types.reserve(vocab.types.size());
-  for (TokenType t : vocab.types) types.push_back(static_cast<int32_t>(t));
-  writer.set("tokenizer.ggml.model", GgufValue{vocab.model});
-  writer.set("tokenizer.ggml.tokens", gguf_string_array(vocab.tokens));
-  writer.set("tokenizer.ggml.scores", gguf_f32_array(vocab.scores));
-  writer.set("tokenizer.ggml.token_type", gguf_i32_array(types));
-  writer.set("tokenizer.ggml.bos_token_id", GgufValue{static_cast<uint32_t>(vocab.bos_id)});
-  writer.set("tokenizer.ggml.eos_token_id", GgufValue{static_cast<uint32_t>(vocab.eos_id)});
-  writer.set("tokenizer.ggml.unknown_token_id", GgufValue{static_cast<uint32_t>(vocab.unk_id)});
-  writer.set("tokenizer.ggml.add_bos_token", GgufValue{vocab.add_bos});
-  writer.set("tokenizer.ggml.add_eos_token", GgufValue{vocab.add_eos});
-}
 
 // general.name: "trellis-synth-PRESET", except that a name containing "phi3" or "phi-3" becomes
 // "trellis-synth-random": llama.cpp applies a Phi-3 vocab fix-up to such names, which needs an
@@ -157,6 +107,106 @@ void encode_rows(const SynthTensor& t, size_t tensor_index, uint64_t seed, int64
 
 }  // namespace
 
+void set_vocab_metadata(GgufWriter& writer, const Vocab& vocab) {
+  std::vector<int32_t> types;
+  types.reserve(vocab.types.size());
+  for (TokenType t : vocab.types) types.push_back(static_cast<int32_t>(t));
+  writer.set("tokenizer.ggml.model", GgufValue{vocab.model});
+  writer.set("tokenizer.ggml.tokens", gguf_string_array(vocab.tokens));
+  writer.set("tokenizer.ggml.scores", gguf_f32_array(vocab.scores));
+  writer.set("tokenizer.ggml.token_type", gguf_i32_array(types));
+  writer.set("tokenizer.ggml.bos_token_id", GgufValue{static_cast<uint32_t>(vocab.bos_id)});
+  writer.set("tokenizer.ggml.eos_token_id", GgufValue{static_cast<uint32_t>(vocab.eos_id)});
+  writer.set("tokenizer.ggml.unknown_token_id", GgufValue{static_cast<uint32_t>(vocab.unk_id)});
+  writer.set("tokenizer.ggml.add_bos_token", GgufValue{vocab.add_bos});
+  writer.set("tokenizer.ggml.add_eos_token", GgufValue{vocab.add_eos});
+}
+
+uint32_t file_type_code(DType type) {
+  switch (type) {
+    case DType::F32:
+      return 0;
+    case DType::F16:
+      return 1;
+    case DType::Q4_0:
+      return 2;
+    case DType::Q4_1:
+      return 3;
+    case DType::Q8_0:
+      return 7;
+    case DType::Q5_0:
+      return 8;
+    case DType::Q5_1:
+      return 9;
+    case DType::Q2_K:
+      return 10;
+    case DType::Q3_K:
+      return 11;  // MOSTLY_Q3_K_S: every matrix Q3_K
+    case DType::Q4_K:
+      return 14;  // MOSTLY_Q4_K_S
+    case DType::Q5_K:
+      return 16;  // MOSTLY_Q5_K_S
+    case DType::Q6_K:
+      return 18;
+    case DType::BF16:
+      return 32;
+    case DType::MXFP4:
+      return 38;  // MOSTLY_MXFP4_MOE
+    default:
+      return 0;
+  }
+}
+
+Status write_synth_tensors(GgufWriter& writer, const std::vector<SynthTensor>& tensors,
+                           const SynthOutput& output) {
+  uint64_t total_bytes = 0;
+  for (const SynthTensor& t : tensors) {
+    Result<uint64_t> size = writer.add_tensor(t.name, t.type, t.shape);
+    if (!size.ok()) return size.error();
+    total_bytes += *size;
+  }
+  TRELLIS_TRY(writer.begin(output.path));
+
+  const int n_threads = output.n_threads > 0
+                            ? output.n_threads
+                            : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  constexpr uint64_t kChunkBytes = 8ull << 20;  // bytes encoded between writes
+  std::vector<uint8_t> chunk;
+  std::vector<std::vector<float>> scratch(static_cast<size_t>(n_threads));
+  std::optional<ProgressBar> progress;
+  if (output.show_progress) progress.emplace("synthesizing " + output.path, total_bytes);
+  uint64_t done_bytes = 0;
+
+  for (size_t ti = 0; ti < tensors.size(); ++ti) {
+    const SynthTensor& t = tensors[ti];
+    int64_t n_rows = 1;
+    for (size_t d = 1; d < t.shape.size(); ++d) n_rows *= t.shape[d];
+    const uint64_t stride = *row_bytes(t.type, t.shape[0]);
+    const int64_t rows_per_chunk = std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / stride));
+    for (int64_t begin = 0; begin < n_rows; begin += rows_per_chunk) {
+      const int64_t end = std::min(n_rows, begin + rows_per_chunk);
+      chunk.resize(static_cast<size_t>(end - begin) * stride);
+      // Rows are split evenly over the threads; each row's content depends only on its seed.
+      std::vector<std::thread> workers;
+      const int64_t per_thread = (end - begin + n_threads - 1) / n_threads;
+      for (int w = 0; w < n_threads; ++w) {
+        int64_t wb = begin + w * per_thread;
+        int64_t we = std::min(end, wb + per_thread);
+        if (wb >= we) break;
+        workers.emplace_back([&, w, wb, we] {
+          encode_rows(t, ti, output.seed, wb, we,
+                      chunk.data() + static_cast<uint64_t>(wb - begin) * stride, scratch[w]);
+        });
+      }
+      for (std::thread& worker : workers) worker.join();
+      TRELLIS_TRY(writer.write_tensor_data(chunk));
+      done_bytes += chunk.size();
+      if (progress) progress->update(done_bytes);
+    }
+  }
+  return writer.finish();
+}
+
 bool is_synth_type(DType type) {
   return can_quantize(type);
 }
@@ -182,52 +232,9 @@ Status synthesize_model(const SynthOptions& options) {
       }
     }
   }
-  uint64_t total_bytes = 0;
-  for (const SynthTensor& t : tensors) {
-    Result<uint64_t> size = writer.add_tensor(t.name, t.type, t.shape);
-    if (!size.ok()) return size.error();
-    total_bytes += *size;
-  }
-  TRELLIS_TRY(writer.begin(options.output_path));
-
-  const int n_threads = options.n_threads > 0
-                            ? options.n_threads
-                            : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  constexpr uint64_t kChunkBytes = 8ull << 20;  // bytes encoded between writes
-  std::vector<uint8_t> chunk;
-  std::vector<std::vector<float>> scratch(static_cast<size_t>(n_threads));
-  std::optional<ProgressBar> progress;
-  if (options.show_progress) progress.emplace("synthesizing " + options.output_path, total_bytes);
-  uint64_t done_bytes = 0;
-
-  for (size_t ti = 0; ti < tensors.size(); ++ti) {
-    const SynthTensor& t = tensors[ti];
-    int64_t n_rows = 1;
-    for (size_t d = 1; d < t.shape.size(); ++d) n_rows *= t.shape[d];
-    const uint64_t stride = *row_bytes(t.type, t.shape[0]);
-    const int64_t rows_per_chunk = std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / stride));
-    for (int64_t begin = 0; begin < n_rows; begin += rows_per_chunk) {
-      const int64_t end = std::min(n_rows, begin + rows_per_chunk);
-      chunk.resize(static_cast<size_t>(end - begin) * stride);
-      // Rows are split evenly over the threads; each row's content depends only on its seed.
-      std::vector<std::thread> workers;
-      const int64_t per_thread = (end - begin + n_threads - 1) / n_threads;
-      for (int w = 0; w < n_threads; ++w) {
-        int64_t wb = begin + w * per_thread;
-        int64_t we = std::min(end, wb + per_thread);
-        if (wb >= we) break;
-        workers.emplace_back([&, w, wb, we] {
-          encode_rows(t, ti, options.seed, wb, we,
-                      chunk.data() + static_cast<uint64_t>(wb - begin) * stride, scratch[w]);
-        });
-      }
-      for (std::thread& worker : workers) worker.join();
-      TRELLIS_TRY(writer.write_tensor_data(chunk));
-      done_bytes += chunk.size();
-      if (progress) progress->update(done_bytes);
-    }
-  }
-  return writer.finish();
+  return write_synth_tensors(writer, tensors,
+                             {options.seed, options.output_path, options.n_threads,
+                              options.show_progress});
 }
 
 }  // namespace trellis

@@ -9,6 +9,8 @@
 #include "base/result.h"
 #include "model/model_presets.h"
 #include "model/quant_mix.h"
+#include "model/synth_layout.h"
+#include "tokenizer/vocab.h"
 #include "tensor/dtype.h"
 
 namespace trellis {
@@ -38,5 +40,24 @@ bool is_synth_type(DType type);
 // gives byte-identical files whatever the thread count. Matrices whose rows do not fit the type's
 // block size fall back to f16.
 Status synthesize_model(const SynthOptions& options);
+
+// llama.cpp's general.file_type code for a file whose matrices are mostly `type`.
+uint32_t file_type_code(DType type);
+
+// The tokenizer.ggml.* keys of `vocab`.
+void set_vocab_metadata(GgufWriter& writer, const Vocab& vocab);
+
+// Where and how write_synth_tensors writes.
+struct SynthOutput {
+  uint64_t seed = 0;
+  std::string path;
+  int n_threads = 0;  // 0: all cores
+  bool show_progress = true;
+};
+
+// Adds `tensors` to `writer` (its metadata set) and writes the file, each tensor filled as its
+// SynthTensor says; the same seed gives the same bytes whatever the thread count.
+Status write_synth_tensors(GgufWriter& writer, const std::vector<SynthTensor>& tensors,
+                           const SynthOutput& output);
 
 }  // namespace trellis

@@ -103,4 +103,52 @@ Vocab make_synth_vocab(int32_t n_vocab) {
   return vocab;
 }
 
+Vocab make_synth_wordpiece_vocab(int32_t n_vocab) {
+  assert(n_vocab >= 300);
+  Vocab vocab;
+  vocab.kind = TokenizerKind::WORDPIECE;
+  vocab.model = "bert";
+  vocab.pre = "default";
+  vocab.pad_id = 0;
+  vocab.unk_id = 1;
+  vocab.bos_id = 2;  // [CLS]
+  vocab.eos_id = 3;  // [SEP]
+  vocab.add_bos = true;
+  vocab.add_eos = true;
+  add_special(vocab, "[PAD]", TokenType::CONTROL);
+  add_special(vocab, "[UNK]", TokenType::CONTROL);
+  add_special(vocab, "[CLS]", TokenType::CONTROL);
+  add_special(vocab, "[SEP]", TokenType::CONTROL);
+  add_special(vocab, "[MASK]", TokenType::CONTROL);
+
+  // Every printable ASCII character alone and as a word's continuation, so that any lowercase
+  // ASCII word tokenizes; then whole common words, then letter bigrams and trigrams. As
+  // llama.cpp's converter writes BERT vocabs, a piece that starts a word carries the space mark
+  // and a continuation is bare (BERT's own files write "##" before continuations instead).
+  PieceList pieces(vocab, n_vocab);
+  for (char c = 33; c < 127; ++c) {
+    if (c >= 'A' && c <= 'Z') continue;  // the basic tokenizer lowercases
+    pieces.add(std::string(kSpaceMark) + c);
+    pieces.add(std::string(1, c));
+  }
+  for (std::string_view word : kCommonWords) {
+    std::string lower(word);
+    for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    pieces.add(std::string(kSpaceMark) + lower);
+  }
+  for (int length = 2; length <= 4 && !pieces.full(); ++length) {
+    std::string letters(static_cast<size_t>(length), 'a');
+    while (!pieces.full()) {
+      pieces.add(std::string(kSpaceMark) + letters);
+      pieces.add(letters);
+      size_t i = letters.size();  // odometer increment over a..z
+      while (i > 0 && letters[i - 1] == 'z') letters[--i] = 'a';
+      if (i == 0) break;
+      ++letters[i - 1];
+    }
+  }
+  assert(vocab.size() == n_vocab);
+  return vocab;
+}
+
 }  // namespace trellis
