@@ -95,8 +95,9 @@ int run_embed(const EmbedArgs& args) {
 
 void add_embed_command(CLI::App& app, int& exit_code) {
   CLI::App* embed = app.add_subcommand(
-      "embed", "Embed texts with an embedding model (one line of floats per text), or score "
-               "documents against --query with a reranker");
+      "embed",
+      "Embed texts with an embedding model (one line of floats per text), or score "
+      "documents against --query with a reranker");
   auto args = std::make_shared<EmbedArgs>();
   embed->add_option("-m,--model", args->model, "GGUF encoder (bert, nomic-bert)")->required();
   embed->add_option("texts", args->texts, "Texts to embed (documents, with --query)")->required();

@@ -5,8 +5,8 @@
 #include "commands.h"
 #include "gguf/gguf_file.h"
 #include "model/architecture.h"
-#include "model/model_presets.h"
 #include "model/encoder_synth.h"
+#include "model/model_presets.h"
 #include "model/synth_family.h"
 #include "model/synth_model.h"
 #include "model_summary.h"
@@ -171,12 +171,13 @@ void add_model_commands(CLI::App& app, int& exit_code) {
   CLI::App* synth = model->add_subcommand("synth", "Write a GGUF (" + supported_architectures() +
                                                        ") with deterministic random weights");
   auto args = std::make_shared<SynthArgs>();
-  synth->add_option("--preset", args->preset,
-                    "Shape preset: " + preset_names() + "; encoders: " + encoder_preset_names())
+  synth
+      ->add_option("--preset", args->preset,
+                   "Shape preset: " + preset_names() + "; encoders: " + encoder_preset_names())
       ->capture_default_str();
   synth->add_option("--arch", args->arch,
-                    "Family: " + synth_family_names() + ", or an encoder: " +
-                        encoder_family_names() + " (default: the preset's)");
+                    "Family: " + synth_family_names() +
+                        ", or an encoder: " + encoder_family_names() + " (default: the preset's)");
   synth->add_option("--pooling", args->pooling,
                     "Encoders: mean, cls, last, or rank (a cross-encoder reranker)");
   synth

@@ -2,14 +2,17 @@
 // (so /health can say "loading"), loads the model, then serves until SIGINT, SIGTERM or SIGHUP,
 // when it cancels what still runs and exits 0. Any error before serving exits 1 with one line; a
 // signal during start-up exits at once.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <thread>
 
 #include "commands.h"
+#include "embed/embedder.h"
 #include "engine_options.h"
 #include "http_front_options.h"
 #include "kv/block_pool.h"
+#include "server/embedding_service.h"
 #include "server/http_server.h"
 #include "signal_waiter.h"
 
@@ -46,7 +49,8 @@ Result<ServerConfig> server_config(ServeArgs& args) {
   if (args.json_whitespace == "flexible") {
     config->json_grammar.whitespace = JsonWhitespace::FLEXIBLE;
   } else if (args.json_whitespace != "compact") {
-    return Error{"--json-whitespace must be compact or flexible, not '" + args.json_whitespace + "'"};
+    return Error{"--json-whitespace must be compact or flexible, not '" + args.json_whitespace +
+                 "'"};
   }
   if (args.grammar_max_elements < 1000)
     return Error{"--grammar-max-elements must be at least 1000"};
@@ -55,6 +59,43 @@ Result<ServerConfig> server_config(ServeArgs& args) {
     return Error{"--reasoning must be separate or inline, not '" + args.reasoning + "'"};
   config->separate_reasoning = args.reasoning == "separate";
   return config;
+}
+
+// The server of an encoder file: /v1/embeddings or /v1/rerank (server/embedding_service.h).
+int run_embedding_serve(ServeArgs& args, const ServerConfig& config, SignalWaiter& waiter) {
+  Result<std::unique_ptr<Embedder>> embedder =
+      Embedder::open(args.engine.model,
+                     EmbedderOptions{.n_threads = args.engine.threads,
+                                     .max_batch_tokens = std::max(args.engine.batch_tokens, 2048)});
+  if (!embedder.ok()) {
+    std::fprintf(stderr, "error: %s\n", embedder.error().message.c_str());
+    return 1;
+  }
+  ServerConfig embedding_config = config;
+  embedding_config.chat_page = false;
+  HttpServer server(embedding_config, EmbeddingService::endpoints());
+  if (Status bound = server.bind(); !bound.ok()) {
+    std::fprintf(stderr, "error: %s\n", bound.error().message.c_str());
+    return 1;
+  }
+  std::thread serving([&server] { server.serve(); });
+  EmbeddingService service(**embedder, embedding_config, std::max(args.engine.batch_tokens, 2048));
+  server.set_api(service);
+  waiter.serving();
+  std::fprintf(stderr, "ready: %s %s, context %d, %d threads, on http://%s:%d%s\n",
+               (*embedder)->is_reranker() ? "reranker" : "embedding model", config.model_id.c_str(),
+               (*embedder)->n_ctx(), (*embedder)->n_threads(), config.host.c_str(), server.port(),
+               (*embedder)->is_reranker() ? "/v1/rerank" : "/v1/embeddings");
+  const int signal = waiter.wait();
+  std::fprintf(stderr, "%s: shutting down\n", SignalWaiter::name(signal));
+  server.shutdown();
+  serving.join();
+  return signal == SignalWaiter::kFailed ? 1 : 0;
+}
+
+bool is_encoder_path(const std::string& path) {
+  Result<GgufFile> file = GgufFile::open(path);
+  return file.ok() && is_encoder_file(*file);
 }
 
 int run_serve(ServeArgs& args) {
@@ -78,6 +119,7 @@ int run_serve(ServeArgs& args) {
     return 1;
   }
   // The engine options are checked before listening: a mistake there never starts a server.
+  if (is_encoder_path(args.engine.model)) return run_embedding_serve(args, *config, waiter);
   if (Result<EngineConfig> engine_config = args.engine.engine_config(); !engine_config.ok()) {
     std::fprintf(stderr, "error: %s\n", engine_config.error().message.c_str());
     return 1;

@@ -44,6 +44,10 @@ class Embedder {
   // A reranker's input: [CLS] query [SEP] document [SEP].
   std::vector<TokenId> tokenize_pair(std::string_view query, std::string_view document) const;
 
+  // Whether one input may be embedded: 1 to n_ctx() tokens of the vocab; the error says what is
+  // wrong ("is empty", "has 600 tokens, more than the model's context of 512").
+  Status check_input(std::span<const TokenId> input) const { return model_->validate_input(input); }
+
   // The raw pooled output of each input (n_out() floats each, not normalized), or an error naming
   // the first bad input (empty, longer than the context, a token outside the vocab).
   Result<std::vector<std::vector<float>>> embed(std::span<const std::vector<TokenId>> inputs);

@@ -33,7 +33,8 @@ const EncoderFamily* find_encoder_family(std::string_view name) {
 
 std::string encoder_family_names() {
   std::string out;
-  for (const EncoderFamily& f : kEncoderFamilies) out += (out.empty() ? "" : ", ") + std::string(f.name);
+  for (const EncoderFamily& f : kEncoderFamilies)
+    out += (out.empty() ? "" : ", ") + std::string(f.name);
   return out;
 }
 
@@ -88,7 +89,8 @@ Result<EncoderHParams> read_encoder_hparams(const GgufFile& file) {
   Result<int64_t> types = file.get_int_or("tokenizer.ggml.token_type_count", 0);
   if (!types.ok()) return types.error();
   hp.n_token_types = *types;
-  Result<int64_t> pooling = file.get_int_or(p + "pooling_type", static_cast<int64_t>(Pooling::MEAN));
+  Result<int64_t> pooling =
+      file.get_int_or(p + "pooling_type", static_cast<int64_t>(Pooling::MEAN));
   if (!pooling.ok()) return pooling.error();
   std::optional<Pooling> kind = pooling_from_code(*pooling);
   if (!kind.has_value() || *kind == Pooling::NONE) {

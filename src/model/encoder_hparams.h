@@ -40,7 +40,7 @@ struct EncoderHParams {
   int64_t n_layer = 0;
   int64_t n_head = 0;
   int64_t n_ff = 0;
-  double norm_eps = 1e-12;         // attention.layer_norm_epsilon
+  double norm_eps = 1e-12;          // attention.layer_norm_epsilon
   double rope_freq_base = 10000.0;  // rotary families
   int64_t n_rot = 0;                // rotated elements per head (rotary families)
   int64_t n_token_types = 0;        // rows of token_types (tokenizer.ggml.token_type_count)

@@ -55,8 +55,9 @@ EncoderWorkspace::EncoderWorkspace(const EncoderHParams& hp, int32_t max_rows, i
   up.resize(rows * n_ff);
   if (hp.family->gated_ffn) gate.resize(rows * n_ff);
   qkv.resize(rows * 3 * n_embd);  // files may fuse the projections in any family
-  scores.assign(static_cast<size_t>(std::max(n_threads, 1)),
-                std::vector<float>(static_cast<size_t>(std::min<int64_t>(max_rows, hp.n_ctx_train))));
+  scores.assign(
+      static_cast<size_t>(std::max(n_threads, 1)),
+      std::vector<float>(static_cast<size_t>(std::min<int64_t>(max_rows, hp.n_ctx_train))));
   head.resize(n_embd);
 }
 
@@ -155,8 +156,8 @@ int64_t EncoderModel::n_out() const {
 Status EncoderModel::validate_input(std::span<const TokenId> input) const {
   if (input.empty()) return Error{"is empty"};
   if (static_cast<int64_t>(input.size()) > hp_.n_ctx_train) {
-    return Error{"has " + std::to_string(input.size()) + " tokens, more than the model's context of " +
-                 std::to_string(hp_.n_ctx_train)};
+    return Error{"has " + std::to_string(input.size()) +
+                 " tokens, more than the model's context of " + std::to_string(hp_.n_ctx_train)};
   }
   for (TokenId t : input) {
     if (t < 0 || t >= hp_.n_vocab) {
@@ -233,8 +234,8 @@ void EncoderModel::embed(std::span<const std::span<const TokenId>> inputs, Encod
   });
 }
 
-void EncoderModel::attention(const Layer& layer, std::span<const Span> spans,
-                             EncoderWorkspace& ws, ThreadPool& pool) const {
+void EncoderModel::attention(const Layer& layer, std::span<const Span> spans, EncoderWorkspace& ws,
+                             ThreadPool& pool) const {
   const int64_t n_embd = hp_.n_embd;
   const int32_t n_rows = spans.back().end;
   const float* x = ws.x.data();
@@ -250,8 +251,8 @@ void EncoderModel::attention(const Layer& layer, std::span<const Span> spans,
                   static_cast<size_t>(n_embd) * sizeof(float));
     }
   } else {
-    const MatmulJob jobs[] = {{layer.wq, ws.q.data()}, {layer.wk, ws.k.data()},
-                              {layer.wv, ws.v.data()}};
+    const MatmulJob jobs[] = {
+        {layer.wq, ws.q.data()}, {layer.wk, ws.k.data()}, {layer.wv, ws.v.data()}};
     matmul_many(jobs, x, n_rows, pool, ws.matmul_scratch);
     add_bias_rows(ws.q.data(), layer.bq, n_rows);
     add_bias_rows(ws.k.data(), layer.bk, n_rows);
@@ -365,8 +366,7 @@ void EncoderModel::pool_rows(Span span, EncoderWorkspace& ws, float* out) const 
       std::memcpy(out, rows + span.begin * n_embd, static_cast<size_t>(n_embd) * sizeof(float));
       return;
     case Pooling::LAST:
-      std::memcpy(out, rows + (span.end - 1) * n_embd,
-                  static_cast<size_t>(n_embd) * sizeof(float));
+      std::memcpy(out, rows + (span.end - 1) * n_embd, static_cast<size_t>(n_embd) * sizeof(float));
       return;
     case Pooling::RANK: {
       // One row: the pool is not worth waking for the head's two small products.

@@ -39,13 +39,13 @@ class EncoderWorkspace {
   EncoderWorkspace(const EncoderHParams& hp, int32_t max_rows, int n_threads);
   int32_t max_rows() const { return max_rows_; }
 
-  std::vector<float> x;       // [rows][n_embd] the hidden rows
-  std::vector<float> q, k, v;  // [rows][n_embd]
-  std::vector<float> qkv;     // [rows][3 n_embd] a fused projection's output
-  std::vector<float> attn;    // [rows][n_embd]
-  std::vector<float> proj;    // [rows][n_embd] output of Wo / Wdown
-  std::vector<float> up;      // [rows][n_ff]
-  std::vector<float> gate;    // [rows][n_ff] (gated FFNs)
+  std::vector<float> x;                    // [rows][n_embd] the hidden rows
+  std::vector<float> q, k, v;              // [rows][n_embd]
+  std::vector<float> qkv;                  // [rows][3 n_embd] a fused projection's output
+  std::vector<float> attn;                 // [rows][n_embd]
+  std::vector<float> proj;                 // [rows][n_embd] output of Wo / Wdown
+  std::vector<float> up;                   // [rows][n_ff]
+  std::vector<float> gate;                 // [rows][n_ff] (gated FFNs)
   std::vector<std::vector<float>> scores;  // per thread: one row's attention weights
   std::vector<float> head;                 // [n_embd] after the reranker's dense layer
   MatmulScratch matmul_scratch;

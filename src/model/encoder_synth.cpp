@@ -64,13 +64,17 @@ std::vector<SynthTensor> encoder_tensor_list(const EncoderSynthOptions& options)
   // then mixes the rows and the head's score varies with the input, as in a trained model (with
   // the decoders' σ = 0.02 every input would get nearly the same vector).
   auto matrix = [&](std::string name, int64_t n_in, int64_t n_out) {
-    out.push_back({std::move(name), matrix_type(options.type, n_in), {n_in, n_out},
-                   SynthFill::NORMAL, {}, 1.0f / std::sqrt(static_cast<float>(n_in))});
+    out.push_back({std::move(name),
+                   matrix_type(options.type, n_in),
+                   {n_in, n_out},
+                   SynthFill::NORMAL,
+                   {},
+                   1.0f / std::sqrt(static_cast<float>(n_in))});
   };
   // The embeddings: rows that LayerNorm scales to unit variance anyway.
   auto table = [&](std::string name, int64_t n_in, int64_t n_out) {
-    out.push_back({std::move(name), matrix_type(options.type, n_in), {n_in, n_out},
-                   SynthFill::NORMAL, {}});
+    out.push_back(
+        {std::move(name), matrix_type(options.type, n_in), {n_in, n_out}, SynthFill::NORMAL, {}});
   };
   auto vector = [&](std::string name, int64_t n, SynthFill fill) {
     out.push_back({std::move(name), DType::F32, {n}, fill, {}});
@@ -109,7 +113,11 @@ std::vector<SynthTensor> encoder_tensor_list(const EncoderSynthOptions& options)
     matrix("cls.weight", d, d);
     vector("cls.bias", d, SynthFill::NORMAL);
     // One score per pair: a matrix of a single row stays f32 (no block type fits it better).
-    out.push_back({"cls.output.weight", DType::F32, {d, 1}, SynthFill::NORMAL, {},
+    out.push_back({"cls.output.weight",
+                   DType::F32,
+                   {d, 1},
+                   SynthFill::NORMAL,
+                   {},
                    1.0f / std::sqrt(static_cast<float>(d))});
     vector("cls.output.bias", 1, SynthFill::NORMAL);
   }

@@ -49,7 +49,6 @@ uint64_t row_seed(uint64_t seed, size_t tensor_index, int64_t row) {
   return mix.next();
 }
 
-
 // general.name: "trellis-synth-PRESET", except that a name containing "phi3" or "phi-3" becomes
 // "trellis-synth-random": llama.cpp applies a Phi-3 vocab fix-up to such names, which needs an
 // <|endoftext|> token that the synthetic vocab lacks, and would then refuse the file.
@@ -232,9 +231,9 @@ Status synthesize_model(const SynthOptions& options) {
       }
     }
   }
-  return write_synth_tensors(writer, tensors,
-                             {options.seed, options.output_path, options.n_threads,
-                              options.show_progress});
+  return write_synth_tensors(
+      writer, tensors,
+      {options.seed, options.output_path, options.n_threads, options.show_progress});
 }
 
 }  // namespace trellis

@@ -10,8 +10,8 @@
 #include "model/model_presets.h"
 #include "model/quant_mix.h"
 #include "model/synth_layout.h"
-#include "tokenizer/vocab.h"
 #include "tensor/dtype.h"
+#include "tokenizer/vocab.h"
 
 namespace trellis {
 

@@ -150,6 +150,9 @@ std::unique_ptr<Engine> load(const ArchCase& c, bool cache) {
   config.scheduler.max_seqs = 8;
   config.prefix_cache.enabled = cache;
   if (!cache) config.speculation.sources.fill(false);
+  // Draft lengths by acceptance only: weighing them by measured step times would let a loaded
+  // machine turn drafting off, and the test counts accepted drafts.
+  config.speculation.length.weigh_step_cost = false;
   Result<std::unique_ptr<Engine>> engine = Engine::create(model_path(c), config);
   EXPECT_TRUE(engine.ok()) << engine.error().message;
   return engine.ok() ? std::move(engine).value() : nullptr;

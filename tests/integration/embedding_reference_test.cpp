@@ -17,9 +17,9 @@ namespace trellis {
 namespace {
 
 struct Reference {
-  std::string query;                // rerankers
-  std::vector<std::string> inputs;  // texts, or documents
-  std::vector<int64_t> n_tokens;    // embeddings: the prompt_tokens llama.cpp counted
+  std::string query;                        // rerankers
+  std::vector<std::string> inputs;          // texts, or documents
+  std::vector<int64_t> n_tokens;            // embeddings: the prompt_tokens llama.cpp counted
   std::vector<std::vector<float>> outputs;  // normalized embeddings, or one score each
 };
 
@@ -37,7 +37,8 @@ Reference read_reference(const std::string& name) {
     if (line.starts_with("query: ")) ref.query = value("query: ");
     if (line.starts_with("text: ")) ref.inputs.push_back(value("text: "));
     if (line.starts_with("document: ")) ref.inputs.push_back(value("document: "));
-    if (line.starts_with("prompt_tokens: ")) ref.n_tokens.push_back(std::stoll(value("prompt_tokens: ")));
+    if (line.starts_with("prompt_tokens: "))
+      ref.n_tokens.push_back(std::stoll(value("prompt_tokens: ")));
     if (line.starts_with("embedding: ") || line.starts_with("score: ")) {
       std::istringstream numbers(line.substr(line.find(' ') + 1));
       std::vector<float> v;
@@ -56,12 +57,14 @@ std::unique_ptr<Embedder> open_model(const std::string& family, Pooling pooling,
   options.pooling = pooling;
   options.type = type;
   options.seed = 7;
-  options.output_path = testing::temp_dir() + "/" + family + "-" + std::string(pooling_name(pooling)) +
-                        "-" + std::string(dtype_name(type)) + ".gguf";
+  options.output_path = testing::temp_dir() + "/" + family + "-" +
+                        std::string(pooling_name(pooling)) + "-" + std::string(dtype_name(type)) +
+                        ".gguf";
   options.show_progress = false;
   Status written = synthesize_encoder(options);
   EXPECT_TRUE(written.ok()) << written.error().message;
-  Result<std::unique_ptr<Embedder>> embedder = Embedder::open(options.output_path, {.n_threads = 2});
+  Result<std::unique_ptr<Embedder>> embedder =
+      Embedder::open(options.output_path, {.n_threads = 2});
   EXPECT_TRUE(embedder.ok()) << embedder.error().message;
   return std::move(embedder).value();
 }
