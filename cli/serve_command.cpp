@@ -79,6 +79,8 @@ int run_embedding_serve(ServeArgs& args, const ServerConfig& config, SignalWaite
     return 1;
   }
   std::thread serving([&server] { server.serve(); });
+  std::fprintf(stderr, "listening on http://%s:%d (%s)\n", config.host.c_str(), server.port(),
+               args.engine.model.c_str());
   EmbeddingService service(**embedder, embedding_config, std::max(args.engine.batch_tokens, 2048));
   server.set_api(service);
   waiter.serving();

@@ -135,8 +135,8 @@ struct HttpResult {
 
 // One HTTP request with curl, bounded by --max-time. `body` travels through a file, so no quoting
 // of JSON is needed. `extra` is added to the curl command line as is (already quoted).
-inline HttpResult curl(const std::string& method, const std::string& url, const std::string& body = "",
-                const std::string& extra = "") {
+inline HttpResult curl(const std::string& method, const std::string& url,
+                       const std::string& body = "", const std::string& extra = "") {
   static int counter = 0;
   std::string command = "curl -sS -N --max-time " + std::to_string(kCurlMaxSeconds) + " -X " +
                         method + " -w '\\n%{http_code}' " + extra + " ";
@@ -274,20 +274,28 @@ inline std::unique_ptr<Server> start_server(const std::vector<std::string>& args
   return server;
 }
 
-// The node_modules folder holding `openai`: $TRELLIS_NODE_MODULES, else <build>/node/node_modules
-// beside the CLI binary's build tree, else build/node/node_modules in the source tree.
-inline std::string openai_node_modules() {
+// The node_modules folder holding every one of `packages`: $TRELLIS_NODE_MODULES, else
+// <build>/node/node_modules beside the CLI binary's build tree, else build/node/node_modules in
+// the source tree; "" if none does.
+inline std::string node_modules_with(std::initializer_list<const char*> packages) {
   std::vector<fs::path> candidates;
   if (const char* env = std::getenv("TRELLIS_NODE_MODULES")) candidates.emplace_back(env);
   const fs::path cli(TRELLIS_CLI_PATH);  // <build>/cli/trellis
   candidates.push_back(cli.parent_path().parent_path() / "node" / "node_modules");
   const fs::path source_root = fs::path(__FILE__).parent_path().parent_path().parent_path();
   candidates.push_back(source_root / "build" / "node" / "node_modules");
-  for (const fs::path& dir : candidates)
-    if (fs::exists(dir / "openai" / "package.json")) return fs::absolute(dir).string();
+  for (const fs::path& dir : candidates) {
+    bool all = true;
+    for (const char* name : packages) all = all && fs::exists(dir / name / "package.json");
+    if (all) return fs::absolute(dir).string();
+  }
   return "";
 }
 
+// The node_modules folder holding `openai` (see node_modules_with).
+inline std::string openai_node_modules() {
+  return node_modules_with({"openai"});
+}
 
 // Why the `openai` npm client cannot run here, or empty.
 inline std::string openai_client_unavailable() {
@@ -306,10 +314,9 @@ inline CommandResult run_openai_client_check(const std::string& modules,
   const fs::path script =
       fs::path(__FILE__).parent_path().parent_path() / "node" / "openai_client_check.mjs";
   if (!fs::exists(script)) return {-1, "missing " + script.string()};
-  return run_shell("TRELLIS_NODE_MODULES=" + shell_quote(modules) +
-                   " NODE_PATH=" + shell_quote(modules) + " timeout 60 node " +
-                   shell_quote(script.string()) + " " + shell_quote(base_url) + " tiny " +
-                   shell_quote(key) + " 2>&1");
+  return run_shell("TRELLIS_NODE_MODULES=" + shell_quote(modules) + " NODE_PATH=" +
+                   shell_quote(modules) + " timeout 60 node " + shell_quote(script.string()) + " " +
+                   shell_quote(base_url) + " tiny " + shell_quote(key) + " 2>&1");
 }
 
 // The script's summary (the JSON object it prints last) says every check passed.

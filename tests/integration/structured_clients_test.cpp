@@ -41,34 +41,14 @@ constexpr int kChecks = 14;
 constexpr const char* kContext = "2048";
 constexpr const char* kApiKey = "structured-key";
 
-const char* const kPackages[] = {"openai",
-                                 "zod",
-                                 "ajv",
-                                 "ajv-formats",
-                                 "ai",
-                                 "@ai-sdk/openai-compatible",
-                                 "@langchain/openai",
-                                 "@langchain/core"};
-
 fs::path source_root() {
   return fs::path(TRELLIS_SOURCE_DIR);
 }
 
-// The node_modules folder holding every package of kPackages: $TRELLIS_NODE_MODULES, else
-// <build>/node/node_modules beside the CLI binary's build tree, else build/node/node_modules in
-// the source tree; "" if none does.
+// The node_modules folder holding every package the script loads (see node_modules_with).
 std::string client_node_modules() {
-  std::vector<fs::path> candidates;
-  if (const char* env = std::getenv("TRELLIS_NODE_MODULES")) candidates.emplace_back(env);
-  const fs::path cli(TRELLIS_CLI_PATH);  // <build>/cli/trellis
-  candidates.push_back(cli.parent_path().parent_path() / "node" / "node_modules");
-  candidates.push_back(source_root() / "build" / "node" / "node_modules");
-  for (const fs::path& dir : candidates) {
-    bool all = true;
-    for (const char* name : kPackages) all = all && fs::exists(dir / name / "package.json");
-    if (all) return fs::absolute(dir).string();
-  }
-  return "";
+  return node_modules_with({"openai", "zod", "ajv", "ajv-formats", "ai",
+                            "@ai-sdk/openai-compatible", "@langchain/openai", "@langchain/core"});
 }
 
 // Why the clients cannot run here, or empty.
