@@ -200,6 +200,7 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
   add_bench_structured_command(*bench, exit_code);
   add_bench_spec_command(*bench, exit_code);
   add_bench_kv_types_command(*bench, exit_code);
+  add_bench_embed_command(*bench, exit_code);
 }
 
 }  // namespace trellis::cli

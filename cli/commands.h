@@ -33,6 +33,8 @@ void add_bench_restart_command(CLI::App& bench, int& exit_code);
 void add_bench_structured_command(CLI::App& bench, int& exit_code);
 // `trellis bench spec`: decode tokens/s with speculative decoding on and off.
 void add_bench_spec_command(CLI::App& bench, int& exit_code);
+// `trellis bench embed`: embedding / rerank throughput of servers side by side.
+void add_bench_embed_command(CLI::App& bench, int& exit_code);
 // `trellis bench kv-types`: logit error, greedy agreement and room of each KV type.
 void add_bench_kv_types_command(CLI::App& bench, int& exit_code);
 
