@@ -91,10 +91,16 @@ int run_synth(const SynthArgs& args) {
   if (const EncoderFamily* encoder = find_encoder_family(args.arch)) {
     return run_encoder_synth(args, *encoder);
   }
+  std::optional<Pooling> pooling;
   if (!args.pooling.empty()) {
-    std::fprintf(stderr, "error: --pooling is for encoders (--arch %s)\n",
-                 encoder_family_names().c_str());
-    return 1;
+    pooling = pooling_from_name(args.pooling);
+    if (!pooling || (*pooling != Pooling::LAST && *pooling != Pooling::RANK)) {
+      std::fprintf(stderr,
+                   "error: a decoder's --pooling is last (an embedding model) or rank (a yes/no "
+                   "reranker), not '%s'\n",
+                   args.pooling.c_str());
+      return 1;
+    }
   }
   std::optional<ModelPreset> preset = find_model_preset(args.preset);
   if (!preset) {
@@ -145,6 +151,7 @@ int run_synth(const SynthArgs& args) {
   SynthOptions options{*preset,     *type,        args.seed, args.vocab_from,
                        args.output, args.threads, true,      mix};
   options.chat_template = !args.no_chat_template;
+  options.pooling = pooling;
   Status status = synthesize_model(options);
   if (!status.ok()) {
     std::fprintf(stderr, "error: %s\n", status.error().message.c_str());
@@ -179,7 +186,9 @@ void add_model_commands(CLI::App& app, int& exit_code) {
                     "Family: " + synth_family_names() +
                         ", or an encoder: " + encoder_family_names() + " (default: the preset's)");
   synth->add_option("--pooling", args->pooling,
-                    "Encoders: mean, cls, last, or rank (a cross-encoder reranker)");
+                    "Encoders: mean, cls, last, or rank (a cross-encoder reranker); decoders: last "
+                    "(an embedding model, as Qwen3-Embedding) or rank (a yes/no reranker, as "
+                    "Qwen3-Reranker)");
   synth
       ->add_option("--type", args->type,
                    "Weight type: " + quant_type_names() + ", " + std::string(kQuantMixNames))

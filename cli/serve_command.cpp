@@ -61,7 +61,8 @@ Result<ServerConfig> server_config(ServeArgs& args) {
   return config;
 }
 
-// The server of an encoder file: /v1/embeddings or /v1/rerank (server/embedding_service.h).
+// The server of an embedding model or reranker: /v1/embeddings or /v1/rerank
+// (server/embedding_service.h).
 int run_embedding_serve(ServeArgs& args, const ServerConfig& config, SignalWaiter& waiter) {
   Result<std::unique_ptr<Embedder>> embedder =
       Embedder::open(args.engine.model,
@@ -95,9 +96,9 @@ int run_embedding_serve(ServeArgs& args, const ServerConfig& config, SignalWaite
   return signal == SignalWaiter::kFailed ? 1 : 0;
 }
 
-bool is_encoder_path(const std::string& path) {
+bool is_embedding_path(const std::string& path) {
   Result<GgufFile> file = GgufFile::open(path);
-  return file.ok() && is_encoder_file(*file);
+  return file.ok() && is_embedding_file(*file);
 }
 
 int run_serve(ServeArgs& args) {
@@ -121,7 +122,7 @@ int run_serve(ServeArgs& args) {
     return 1;
   }
   // The engine options are checked before listening: a mistake there never starts a server.
-  if (is_encoder_path(args.engine.model)) return run_embedding_serve(args, *config, waiter);
+  if (is_embedding_path(args.engine.model)) return run_embedding_serve(args, *config, waiter);
   if (Result<EngineConfig> engine_config = args.engine.engine_config(); !engine_config.ok()) {
     std::fprintf(stderr, "error: %s\n", engine_config.error().message.c_str());
     return 1;

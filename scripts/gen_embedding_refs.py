@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/data/embeddings/*.ref.txt: llama.cpp's embeddings and rerank scores for tiny
-encoders that `trellis model synth` writes deterministically (so the files need not be stored).
+embedding models and rerankers that `trellis model synth` writes deterministically (encoders, and
+qwen3 files with a pooling_type as Qwen3-Embedding and Qwen3-Reranker have) (so the files need not be stored).
 
     scripts/gen_embedding_refs.py TRELLIS_BINARY LLAMA_SERVER_BINARY
 
@@ -28,6 +29,8 @@ MODELS = {
     "nomic-bert-tiny-mean-f32": ["--arch", "nomic-bert", "--pooling", "mean", "--type", "f32"],
     "bert-tiny-mean-q8_0": ["--arch", "bert", "--pooling", "mean", "--type", "q8_0"],
     "bert-tiny-rank-f32": ["--arch", "bert", "--pooling", "rank", "--type", "f32"],
+    "qwen3-tiny-last-f32": ["--arch", "qwen3", "--pooling", "last", "--type", "f32"],
+    "qwen3-tiny-rank-f32": ["--arch", "qwen3", "--pooling", "rank", "--type", "f32"],
 }
 
 

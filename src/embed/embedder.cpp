@@ -1,88 +1,59 @@
 #include "embed/embedder.h"
 
-#include <algorithm>
 #include <cmath>
 
+#include "embed/decoder_embedder.h"
+#include "embed/encoder_embedder.h"
+#include "model/encoder_hparams.h"
 #include "tokenizer/vocab.h"
 
 namespace trellis {
+namespace {
+
+void replace_all(std::string& text, std::string_view from, std::string_view to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+}
+
+}  // namespace
 
 Result<std::unique_ptr<Embedder>> Embedder::open(const std::string& path,
                                                  const EmbedderOptions& options) {
   Result<GgufFile> opened = GgufFile::open(path);
   if (!opened.ok()) return opened.error();
   auto file = std::make_unique<GgufFile>(std::move(opened).value());
-  Result<std::unique_ptr<EncoderModel>> model = EncoderModel::load(*file);
-  if (!model.ok()) return model.error();
   Result<Vocab> vocab = load_vocab(*file);
   if (!vocab.ok()) return vocab.error();
   Result<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::create(std::move(vocab).value());
   if (!tokenizer.ok()) return tokenizer.error();
-  if ((*tokenizer)->vocab().size() != (*model)->hparams().n_vocab) {
-    return Error{path + ": the tokenizer's vocab does not match token_embd.weight"};
+  Result<std::string> arch = file->get_string("general.architecture");
+  if (!arch.ok()) return arch.error();
+  if (find_encoder_family(*arch) != nullptr) {
+    return EncoderEmbedder::open(std::move(file), std::move(tokenizer).value(), options);
   }
-  return std::unique_ptr<Embedder>(new Embedder(std::move(file), std::move(model).value(),
-                                                std::move(tokenizer).value(), options));
+  return DecoderEmbedder::open(std::move(file), std::move(tokenizer).value(), options);
 }
 
-Embedder::Embedder(std::unique_ptr<GgufFile> file, std::unique_ptr<EncoderModel> model,
-                   std::unique_ptr<Tokenizer> tokenizer, const EmbedderOptions& options)
-    : file_(std::move(file)),
-      model_(std::move(model)),
-      tokenizer_(std::move(tokenizer)),
-      pool_(options.n_threads > 0 ? options.n_threads : ThreadPool::default_thread_count()),
-      ws_(model_->hparams(),
-          std::max<int32_t>(options.max_batch_tokens,
-                            static_cast<int32_t>(model_->hparams().n_ctx_train)),
-          pool_.size()) {}
-
 std::vector<TokenId> Embedder::tokenize(std::string_view text) const {
-  return tokenizer_->encode(text, /*add_special=*/true, /*parse_special=*/false);
+  return tokenizer().encode(text, /*add_special=*/true, /*parse_special=*/false);
 }
 
 std::vector<TokenId> Embedder::tokenize_pair(std::string_view query,
                                              std::string_view document) const {
+  if (!rerank_prompt().empty()) {
+    // The file's prompt, as llama.cpp fills it: no special tokens added, those it spells parsed.
+    std::string prompt = rerank_prompt();
+    replace_all(prompt, "{query}", query);
+    replace_all(prompt, "{document}", document);
+    return tokenizer().encode(prompt, /*add_special=*/false, /*parse_special=*/true);
+  }
   std::vector<TokenId> tokens = tokenize(query);
-  const std::vector<TokenId> doc = tokenizer_->encode(document, false, false);
+  const std::vector<TokenId> doc = tokenizer().encode(document, false, false);
   tokens.insert(tokens.end(), doc.begin(), doc.end());
-  const TokenId eos = tokenizer_->vocab().eos_id;
-  if (tokenizer_->vocab().add_eos && eos != kNoToken) tokens.push_back(eos);
+  const TokenId eos = tokenizer().vocab().eos_id;
+  if (tokenizer().vocab().add_eos && eos != kNoToken) tokens.push_back(eos);
   return tokens;
-}
-
-Result<std::vector<std::vector<float>>> Embedder::embed(
-    std::span<const std::vector<TokenId>> inputs) {
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    Status valid = model_->validate_input(inputs[i]);
-    if (!valid.ok()) return Error{"input " + std::to_string(i) + " " + valid.error().message};
-  }
-  std::vector<std::vector<float>> out(inputs.size());
-  // Inputs are taken in order, as many per batch as the workspace holds.
-  size_t begin = 0;
-  while (begin < inputs.size()) {
-    size_t end = begin;
-    int64_t rows = 0;
-    while (end < inputs.size() &&
-           (end == begin || rows + static_cast<int64_t>(inputs[end].size()) <= ws_.max_rows())) {
-      rows += static_cast<int64_t>(inputs[end].size());
-      ++end;
-    }
-    run_batch(inputs, begin, end, out);
-    begin = end;
-  }
-  return out;
-}
-
-void Embedder::run_batch(std::span<const std::vector<TokenId>> inputs, size_t begin, size_t end,
-                         std::vector<std::vector<float>>& out) {
-  std::vector<std::span<const TokenId>> batch;
-  for (size_t i = begin; i < end; ++i) batch.emplace_back(inputs[i]);
-  std::vector<float> pooled(batch.size() * static_cast<size_t>(n_out()));
-  model_->encode(batch, ws_, pool_, pooled.data());
-  for (size_t i = 0; i < batch.size(); ++i) {
-    out[begin + i].assign(pooled.begin() + static_cast<ptrdiff_t>(i * n_out()),
-                          pooled.begin() + static_cast<ptrdiff_t>((i + 1) * n_out()));
-  }
 }
 
 void normalize_l2(std::span<float> v) {
@@ -93,9 +64,12 @@ void normalize_l2(std::span<float> v) {
   for (float& x : v) x = static_cast<float>(x * inv);
 }
 
-bool is_encoder_file(const GgufFile& file) {
+bool is_embedding_file(const GgufFile& file) {
   Result<std::string> arch = file.get_string("general.architecture");
-  return arch.ok() && find_encoder_family(*arch) != nullptr;
+  if (!arch.ok()) return false;
+  if (find_encoder_family(*arch) != nullptr) return true;
+  Result<int64_t> pooling = file.get_int_or(*arch + ".pooling_type", 0);
+  return pooling.ok() && *pooling != 0;
 }
 
 }  // namespace trellis

@@ -1,6 +1,10 @@
-// An embedding model or reranker ready to run: an encoder file (model/encoder_model.h) with its
-// tokenizer, threads and activation buffers. embed() runs any number of inputs, in batches of at
-// most max_batch_tokens tokens; one caller at a time (the server's EmbeddingQueue serializes).
+// An embedding model or reranker ready to run, behind one interface whatever its kind:
+//   EncoderEmbedder  a BERT-style encoder (bert, nomic-bert): model/encoder_model.h
+//   DecoderEmbedder  a decoder family with a pooling_type key (Qwen3-Embedding, Qwen3-Reranker):
+//                    model/model.h's forward pass, the inputs of a call sharing their common
+//                    prefix's KV (an instruction, a reranker's query) instead of each computing it
+// embed() runs any number of inputs, in batches; one caller at a time (the server's
+// EmbeddingQueue serializes).
 #pragma once
 
 #include <cstdint>
@@ -11,10 +15,9 @@
 #include <vector>
 
 #include "base/result.h"
-#include "base/thread_pool.h"
 #include "base/token_id.h"
 #include "gguf/gguf_file.h"
-#include "model/encoder_model.h"
+#include "model/pooling.h"
 #include "tokenizer/tokenizer.h"
 
 namespace trellis {
@@ -26,50 +29,50 @@ struct EmbedderOptions {
 
 class Embedder {
  public:
-  // Opens `path`; errors name the file and the problem (not an encoder, a missing tensor, ...).
+  virtual ~Embedder() = default;
+
+  // Opens `path` as the kind of model it holds; errors name the file and the problem (a
+  // generative model without a pooling_type, a missing tensor, ...).
   static Result<std::unique_ptr<Embedder>> open(const std::string& path,
                                                 const EmbedderOptions& options = {});
 
-  const EncoderHParams& hparams() const { return model_->hparams(); }
-  const Tokenizer& tokenizer() const { return *tokenizer_; }
-  Pooling pooling() const { return hparams().pooling; }
+  virtual Pooling pooling() const = 0;
   bool is_reranker() const { return pooling() == Pooling::RANK; }
-  // Floats per output: the embedding's width, or a reranker's scores (1).
-  int64_t n_out() const { return model_->n_out(); }
-  int32_t n_ctx() const { return static_cast<int32_t>(hparams().n_ctx_train); }
-  int n_threads() const { return pool_.size(); }
+  // Floats per output: the embedding's width, or a reranker's scores (the first is the
+  // relevance).
+  virtual int64_t n_out() const = 0;
+  virtual int32_t n_ctx() const = 0;
+  virtual int64_t n_vocab() const = 0;
+  virtual int n_threads() const = 0;
+  virtual const Tokenizer& tokenizer() const = 0;
 
-  // [CLS] text [SEP] (the tokenizer's special tokens), special tokens in the text not parsed.
+  // The text with the tokenizer's special tokens ([CLS] text [SEP], BOS text, ...); special
+  // tokens spelled in the text are not parsed.
   std::vector<TokenId> tokenize(std::string_view text) const;
-  // A reranker's input: [CLS] query [SEP] document [SEP].
-  std::vector<TokenId> tokenize_pair(std::string_view query, std::string_view document) const;
+  // A reranker's input for a query and a document: the file's rerank prompt filled in, or
+  // else query, separator, document, separator ([CLS] query [SEP] document [SEP]).
+  virtual std::vector<TokenId> tokenize_pair(std::string_view query,
+                                             std::string_view document) const;
+
+  // The file's tokenizer.chat_template.rerank ({query} and {document} stand for the texts), or
+  // empty.
+  virtual const std::string& rerank_prompt() const = 0;
 
   // Whether one input may be embedded: 1 to n_ctx() tokens of the vocab; the error says what is
   // wrong ("is empty", "has 600 tokens, more than the model's context of 512").
-  Status check_input(std::span<const TokenId> input) const { return model_->validate_input(input); }
+  virtual Status check_input(std::span<const TokenId> input) const = 0;
 
-  // The raw pooled output of each input (n_out() floats each, not normalized), or an error naming
-  // the first bad input (empty, longer than the context, a token outside the vocab).
-  Result<std::vector<std::vector<float>>> embed(std::span<const std::vector<TokenId>> inputs);
-
- private:
-  Embedder(std::unique_ptr<GgufFile> file, std::unique_ptr<EncoderModel> model,
-           std::unique_ptr<Tokenizer> tokenizer, const EmbedderOptions& options);
-  // Runs inputs [begin, end) (valid, fitting the workspace) as one batch into out.
-  void run_batch(std::span<const std::vector<TokenId>> inputs, size_t begin, size_t end,
-                 std::vector<std::vector<float>>& out);
-
-  std::unique_ptr<GgufFile> file_;  // the weights point into its mapping
-  std::unique_ptr<EncoderModel> model_;
-  std::unique_ptr<Tokenizer> tokenizer_;
-  ThreadPool pool_;
-  EncoderWorkspace ws_;
+  // The raw output of each input (n_out() floats each; embeddings not normalized), or an error
+  // naming the first bad input.
+  virtual Result<std::vector<std::vector<float>>> embed(
+      std::span<const std::vector<TokenId>> inputs) = 0;
 };
 
 // Scales v to unit Euclidean length (a zero vector stays zero), in double.
 void normalize_l2(std::span<float> v);
 
-// Whether the file at `path` is an encoder (embedding model or reranker) rather than a decoder.
-bool is_encoder_file(const GgufFile& file);
+// Whether the file is an embedding model or reranker (an encoder, or a decoder whose
+// ARCH.pooling_type names a pooling) rather than a generative model.
+bool is_embedding_file(const GgufFile& file);
 
 }  // namespace trellis

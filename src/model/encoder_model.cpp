@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/ops.h"
+#include "model/input_check.h"
 #include "model/tensor_binding.h"
 #include "quant/quant.h"
 
@@ -154,18 +155,7 @@ int64_t EncoderModel::n_out() const {
 }
 
 Status EncoderModel::validate_input(std::span<const TokenId> input) const {
-  if (input.empty()) return Error{"is empty"};
-  if (static_cast<int64_t>(input.size()) > hp_.n_ctx_train) {
-    return Error{"has " + std::to_string(input.size()) +
-                 " tokens, more than the model's context of " + std::to_string(hp_.n_ctx_train)};
-  }
-  for (TokenId t : input) {
-    if (t < 0 || t >= hp_.n_vocab) {
-      return Error{"has token " + std::to_string(t) + ", outside the vocab of " +
-                   std::to_string(hp_.n_vocab)};
-    }
-  }
-  return {};
+  return check_input_tokens(input, hp_.n_ctx_train, hp_.n_vocab);
 }
 
 Status EncoderModel::validate(std::span<const std::span<const TokenId>> inputs,

@@ -439,8 +439,8 @@ void Model::ffn_block(const LayerWeights& layer, int32_t n_rows, Workspace& ws,
   add_residual(layer.post_ffn_norm, n_rows, ws, pool);
 }
 
-void Model::forward(const ForwardBatch& batch, KvStorage& kv, Workspace& ws, ThreadPool& pool,
-                    float* logits) const {
+void Model::run_layers(const ForwardBatch& batch, KvStorage& kv, Workspace& ws,
+                       ThreadPool& pool) const {
   const int32_t n_rows = batch.n_rows();
   for (const BatchSequence& seq : batch.sequences) {
     for (int32_t r = seq.row_begin; r < seq.row_end; ++r) {
@@ -453,17 +453,35 @@ void Model::forward(const ForwardBatch& batch, KvStorage& kv, Workspace& ws, Thr
     attention_block(layers_[i], range_.begin + static_cast<int64_t>(i), batch, kv, ws, pool);
     ffn_block(layers_[i], n_rows, ws, pool);
   }
+}
+
+void Model::norm_output_rows(const ForwardBatch& batch, Workspace& ws) const {
+  const int64_t n_embd = hp_.n_embd;
+  const float eps = static_cast<float>(hp_.rms_norm_eps);
+  for (size_t i = 0; i < batch.output_rows.size(); ++i) {
+    const int32_t r = batch.output_rows[i];
+    rms_norm_row(ws.x.data() + r * n_embd, output_norm_.data(), n_embd, eps,
+                 ws.out_xn.data() + static_cast<int64_t>(i) * n_embd);
+  }
+}
+
+void Model::forward(const ForwardBatch& batch, KvStorage& kv, Workspace& ws, ThreadPool& pool,
+                    float* logits) const {
+  run_layers(batch, kv, ws, pool);
   if (!range_.last) return;
   // Only the rows asked for go through the final norm and the (large) output matrix.
-  const int64_t n_embd = hp_.n_embd;
+  norm_output_rows(batch, ws);
   const auto n_out = static_cast<int64_t>(batch.output_rows.size());
-  const float eps = static_cast<float>(hp_.rms_norm_eps);
-  for (int64_t i = 0; i < n_out; ++i) {
-    const int32_t r = batch.output_rows[static_cast<size_t>(i)];
-    rms_norm_row(ws.x.data() + r * n_embd, output_norm_.data(), n_embd, eps,
-                 ws.out_xn.data() + i * n_embd);
-  }
   if (n_out > 0) matmul(output_, ws.out_xn.data(), n_out, logits, pool, ws.matmul_scratch);
+}
+
+void Model::forward_hidden(const ForwardBatch& batch, KvStorage& kv, Workspace& ws,
+                           ThreadPool& pool, float* hidden) const {
+  run_layers(batch, kv, ws, pool);
+  if (batch.output_rows.empty()) return;  // a prefix computed for later rows
+  norm_output_rows(batch, ws);
+  std::memcpy(hidden, ws.out_xn.data(),
+              batch.output_rows.size() * static_cast<size_t>(hp_.n_embd) * sizeof(float));
 }
 
 }  // namespace trellis

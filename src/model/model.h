@@ -87,6 +87,12 @@ class Model {
   void forward(const ForwardBatch& batch, KvStorage& kv, Workspace& ws, ThreadPool& pool,
                float* logits) const;
 
+  // The same pass without the output matrix: the rows of batch.output_rows come out as the final
+  // normed hidden states ([output_rows.size()][n_embd]), what a decoder embedding model pools.
+  // Precondition: a whole model (not a pipeline stage).
+  void forward_hidden(const ForwardBatch& batch, KvStorage& kv, Workspace& ws, ThreadPool& pool,
+                      float* hidden) const;
+
   // Fixes what depends on the longest sequence the caller will run (n_ctx tokens): a LongRoPE
   // file uses its long factors when n_ctx exceeds rope.scaling.original_context_length, else its
   // short ones, as llama.cpp chooses. load() chooses for the training context.
@@ -109,6 +115,10 @@ class Model {
   // rope_freqs (llama) or rope_factors_short/long (phi3), when the file has them.
   Status bind_rope_factors(const GgufFile& file);
   void embed(const ForwardBatch& batch, Workspace& ws) const;
+  // Every layer this model holds, over the batch (the embedding first, on the first stage).
+  void run_layers(const ForwardBatch& batch, KvStorage& kv, Workspace& ws, ThreadPool& pool) const;
+  // ws.out_xn row i = the final norm of batch.output_rows[i]'s hidden row.
+  void norm_output_rows(const ForwardBatch& batch, Workspace& ws) const;
   // q, k, v of every row, biased and normed as the family wants, not yet rotated.
   void project_qkv(const LayerWeights& layer, int32_t n_rows, Workspace& ws,
                    ThreadPool& pool) const;

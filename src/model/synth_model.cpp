@@ -206,6 +206,27 @@ Status write_synth_tensors(GgufWriter& writer, const std::vector<SynthTensor>& t
   return writer.finish();
 }
 
+namespace {
+
+// The keys and tensors of an embedding model or reranker (SynthOptions::pooling).
+void add_pooling(GgufWriter& writer, const ModelPreset& preset, Pooling pooling,
+                 std::vector<SynthTensor>& tensors) {
+  const std::string arch(file_architecture(*find_architecture(preset.hparams.arch)));
+  writer.set(arch + ".pooling_type", GgufValue{static_cast<uint32_t>(pooling)});
+  if (pooling != Pooling::RANK) return;
+  writer.set(arch + ".classifier.output_labels", gguf_string_array({"yes", "no"}));
+  writer.set("tokenizer.chat_template.rerank", GgufValue{std::string(kSynthRerankTemplate)});
+  const int64_t n_embd = preset.hparams.n_embd;
+  tensors.push_back({"cls.output.weight",
+                     DType::F32,
+                     {n_embd, 2},
+                     SynthFill::NORMAL,
+                     {},
+                     1.0f / std::sqrt(static_cast<float>(n_embd))});
+}
+
+}  // namespace
+
 bool is_synth_type(DType type) {
   return can_quantize(type);
 }
@@ -223,6 +244,7 @@ Status synthesize_model(const SynthOptions& options) {
   GgufWriter writer;
   TRELLIS_TRY(set_metadata(writer, options, preset));
   std::vector<SynthTensor> tensors = synth_tensor_list(preset, options.type);
+  if (options.pooling) add_pooling(writer, preset, *options.pooling, tensors);
   if (options.mix) {
     for (SynthTensor& t : tensors) {
       if (t.shape.size() >= 2 && t.type != DType::F32) {  // a router stays f32

@@ -8,6 +8,7 @@
 
 #include "base/result.h"
 #include "model/model_presets.h"
+#include "model/pooling.h"
 #include "model/quant_mix.h"
 #include "model/synth_layout.h"
 #include "tensor/dtype.h"
@@ -29,7 +30,18 @@ struct SynthOptions {
   // With the built-in vocab: write tokenizer.chat_template, the format of the preset's real chat
   // models (model/preset_chat_templates.h). A copied tokenizer (vocab_from) keeps its own, if any.
   bool chat_template = true;
+  // An embedding model (LAST: ARCH.pooling_type, the last token's hidden state is the vector) or
+  // a reranker (RANK: also cls.output.weight, the "yes" and "no" rows of a yes/no classifier, and
+  // tokenizer.chat_template.rerank, the prompt a query and a document fill), as llama.cpp's
+  // converter writes Qwen3-Embedding and Qwen3-Reranker. Unset: a generative model.
+  std::optional<Pooling> pooling = std::nullopt;
 };
+
+// The prompt of synthesized rerankers, {query} and {document} replaced by the pair's texts: the
+// shape of Qwen3-Reranker's, in words of the built-in vocab.
+inline constexpr std::string_view kSynthRerankTemplate =
+    "Judge whether the document answers the query. Answer yes or no.\nQuery: {query}\n"
+    "Document: {document}\nAnswer:";
 
 // Weight types synthesis supports: those quantize_row can write (f32, f16, bf16, q8_0, q4_0,
 // q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K).

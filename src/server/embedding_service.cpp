@@ -122,7 +122,7 @@ ApiResult<std::vector<std::vector<float>>> EmbeddingService::run(
 ApiResponse EmbeddingService::embeddings(std::string_view body) {
   InFlight counted(in_flight_);
   ApiResult<EmbeddingRequest> request =
-      parse_embedding_request(body, /*max_json_depth=*/64, embedder_.hparams().n_vocab, kMaxInputs);
+      parse_embedding_request(body, /*max_json_depth=*/64, embedder_.n_vocab(), kMaxInputs);
   if (!request.ok()) return error_reply(request.error());
   if (std::optional<ApiError> refused = refuse(request->model)) return error_reply(*refused);
   if (embedder_.is_reranker()) {

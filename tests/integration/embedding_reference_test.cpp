@@ -1,6 +1,7 @@
-// Encoders against llama.cpp: the embeddings and rerank scores of tiny synthesized bert and
-// nomic-bert files (tests/data/embeddings, scripts/gen_embedding_refs.py), each input run alone
-// and all of them in one batch.
+// Embedding models and rerankers against llama.cpp: the embeddings and rerank scores of tiny
+// synthesized bert and nomic-bert encoders and qwen3 decoders with a pooling
+// (tests/data/embeddings, scripts/gen_embedding_refs.py), each input run alone and all of them in
+// one batch (where a decoder's inputs share their common prefix's KV).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +12,8 @@
 
 #include "embed/embedder.h"
 #include "model/encoder_synth.h"
+#include "model/model_presets.h"
+#include "model/synth_model.h"
 #include "test_support.h"
 
 namespace trellis {
@@ -49,22 +52,32 @@ Reference read_reference(const std::string& name) {
   return ref;
 }
 
-// Synthesizes the model as gen_embedding_refs.py does, once per test process.
+// Synthesizes the model as gen_embedding_refs.py does: an encoder, or the tiny preset recast to
+// a decoder family with a pooling.
 std::unique_ptr<Embedder> open_model(const std::string& family, Pooling pooling, DType type) {
-  EncoderSynthOptions options;
-  options.preset = find_encoder_preset("tiny");
-  options.family = find_encoder_family(family);
-  options.pooling = pooling;
-  options.type = type;
-  options.seed = 7;
-  options.output_path = testing::temp_dir() + "/" + family + "-" +
-                        std::string(pooling_name(pooling)) + "-" + std::string(dtype_name(type)) +
-                        ".gguf";
-  options.show_progress = false;
-  Status written = synthesize_encoder(options);
+  const std::string path = testing::temp_dir() + "/" + family + "-" +
+                           std::string(pooling_name(pooling)) + "-" +
+                           std::string(dtype_name(type)) + ".gguf";
+  Status written;
+  if (const EncoderFamily* encoder = find_encoder_family(family)) {
+    EncoderSynthOptions options;
+    options.preset = find_encoder_preset("tiny");
+    options.family = encoder;
+    options.pooling = pooling;
+    options.type = type;
+    options.seed = 7;
+    options.output_path = path;
+    options.show_progress = false;
+    written = synthesize_encoder(options);
+  } else {
+    Result<ModelPreset> preset = preset_for_arch(*find_model_preset("tiny"), family);
+    EXPECT_TRUE(preset.ok());
+    SynthOptions options{*preset, type, 7, "", path, 2, false};
+    options.pooling = pooling;
+    written = synthesize_model(options);
+  }
   EXPECT_TRUE(written.ok()) << written.error().message;
-  Result<std::unique_ptr<Embedder>> embedder =
-      Embedder::open(options.output_path, {.n_threads = 2});
+  Result<std::unique_ptr<Embedder>> embedder = Embedder::open(path, {.n_threads = 2});
   EXPECT_TRUE(embedder.ok()) << embedder.error().message;
   return std::move(embedder).value();
 }
@@ -117,7 +130,9 @@ TEST_P(EmbeddingReferenceTest, MatchesLlamaCppAloneAndBatched) {
     // Batch invariance: the same bits whatever else is in the batch.
     EXPECT_EQ((*alone)[0], (*batched)[i]) << "input " << i;
     std::vector<float> got = (*batched)[i];
-    if (!embedder->is_reranker()) {
+    if (embedder->is_reranker()) {
+      got.resize(1);  // the relevance; a yes/no reranker's second value is P(no)
+    } else {
       normalize_l2(got);
       EXPECT_GE(cosine(got, ref.outputs[i]), 0.9999) << "input " << i;
     }
@@ -137,7 +152,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"nomic-bert-tiny-mean-f32", "nomic-bert", Pooling::MEAN, DType::F32,
                            1e-4},
                       Case{"bert-tiny-mean-q8_0", "bert", Pooling::MEAN, DType::Q8_0, 3e-3},
-                      Case{"bert-tiny-rank-f32", "bert", Pooling::RANK, DType::F32, 1e-3}),
+                      Case{"bert-tiny-rank-f32", "bert", Pooling::RANK, DType::F32, 1e-3},
+                      Case{"qwen3-tiny-last-f32", "qwen3", Pooling::LAST, DType::F32, 1e-4},
+                      Case{"qwen3-tiny-rank-f32", "qwen3", Pooling::RANK, DType::F32, 1e-4}),
     [](const ::testing::TestParamInfo<Case>& info) {
       std::string name = info.param.reference;
       for (char& ch : name) {
