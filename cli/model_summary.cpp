@@ -4,7 +4,9 @@
 #include <map>
 #include <memory>
 
+#include "model/encoder_model.h"
 #include "model/model.h"
+#include "model/pooling.h"
 
 namespace trellis::cli {
 namespace {
@@ -50,6 +52,23 @@ std::string tokenizer_kind(const std::string& model) {
   if (model == "gpt2") return "BPE";
   if (model == "bert") return "WordPiece";
   return "unknown";
+}
+
+}  // namespace
+
+namespace {
+
+// The family whose forward pass binds the file (an encoder's or a decoder's), or why none does.
+Result<std::string> runnable_family(const GgufFile& file) {
+  Result<std::string> arch = file.get_string("general.architecture");
+  if (arch.ok() && find_encoder_family(*arch) != nullptr) {
+    Result<std::unique_ptr<EncoderModel>> encoder = EncoderModel::load(file);
+    if (!encoder.ok()) return encoder.error();
+    return *arch;
+  }
+  Result<std::unique_ptr<Model>> decoder = Model::load(file);
+  if (!decoder.ok()) return decoder.error();
+  return (*decoder)->hparams().arch;
 }
 
 }  // namespace
@@ -101,13 +120,22 @@ ordered_json model_summary_json(const GgufFile& file) {
   j["tensor_types"] = type_counts;
   j["parameters"] = n_params;
   j["tensor_bytes"] = tensor_bytes;
-  // Whether the forward pass can run this file: every key and tensor its family needs is there.
-  Result<std::unique_ptr<Model>> runnable = Model::load(file);
-  j["runnable"] = runnable.ok();
-  if (runnable.ok()) {
-    j["family"] = (*runnable)->hparams().arch;  // mixtral for a llama file with experts
+  // Whether a forward pass can run this file: every key and tensor its family needs is there.
+  Result<std::string> family = runnable_family(file);
+  j["runnable"] = family.ok();
+  if (family.ok()) {
+    j["family"] = *family;  // mixtral for a llama file with experts
+    Result<std::string> arch = file.get_string("general.architecture");
+    Result<int64_t> pooling = file.get_int_or((arch.ok() ? *arch : "") + ".pooling_type", 0);
+    const Pooling kind =
+        pooling.ok() ? pooling_from_code(*pooling).value_or(Pooling::NONE) : Pooling::NONE;
+    if (find_encoder_family(*family) != nullptr || kind != Pooling::NONE) {
+      j["runs_as"] = std::string(kind == Pooling::RANK ? "reranker" : "embedding model");
+    } else {
+      j["runs_as"] = "generative model";
+    }
   } else {
-    j["not_runnable_because"] = runnable.error().message;
+    j["not_runnable_because"] = family.error().message;
   }
   return j;
 }
@@ -145,7 +173,8 @@ std::string model_summary_text(const GgufFile& file) {
   line("parameters", str(j["parameters"]));
   line("tensor data", human_bytes(j["tensor_bytes"].get<uint64_t>()));
   line("runs", j["runnable"].get<bool>()
-                   ? "yes (" + j["family"].get<std::string>() + " forward pass)"
+                   ? "yes (" + j["family"].get<std::string>() + " forward pass, " +
+                         j["runs_as"].get<std::string>() + ")"
                    : "no: " + j["not_runnable_because"].get<std::string>());
   return out;
 }

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <thread>
 
+#include "sample/rng.h"
+
 namespace trellis::bench {
 namespace {
 
@@ -25,16 +27,6 @@ constexpr std::array<std::string_view, 64> kWords = {
     "small",   "large",    "quickly", "slowly",  "bright",  "ancient",  "modern",   "public",
     "is",      "was",      "and",     "of",      "in",      "with",     "for",      "on",
     "because", "although", "between", "through", "during",  "without",  "against",  "among"};
-
-struct SplitMix {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-};
 
 // The parts of http://host:port.
 struct Endpoint {
@@ -136,12 +128,12 @@ double median(std::vector<double> values) {
 }  // namespace
 
 std::vector<std::string> bench_passages(int32_t passages, int32_t words, uint64_t seed) {
-  SplitMix rng{seed};
+  uint64_t state = seed;
   std::vector<std::string> out;
   for (int32_t p = 0; p < passages; ++p) {
     std::string text;
     for (int32_t w = 0; w < words; ++w) {
-      text += (w == 0 ? "" : " ") + std::string(kWords[rng.next() % kWords.size()]);
+      text += (w == 0 ? "" : " ") + std::string(kWords[splitmix64_next(state) % kWords.size()]);
     }
     out.push_back(text + ".");
   }

@@ -2,10 +2,11 @@
 //
 // THE ARITHMETIC CONTRACT. Every variant computes each output element with exactly the float
 // operations below, in this order, so SCALAR, AVX2 and NEON agree bit for bit (AVX512 too, except
-// for the types of case 2b, where it agrees with its own scalar reference), and an element's
-// bits do not depend on the tile, the batch or the thread that computes it. Sums of integers are
-// exact (no overflow, bounds below), so their order is free; float operations are never fused
-// (sources are compiled with -ffp-contract=off; SIMD code uses separate multiply and add).
+// for the types of cases 1b and 2b, where it agrees with its own scalar reference), and an
+// element's bits do not depend on the tile, the batch or the thread that computes it. Sums of
+// integers are exact (no overflow, bounds below), so their order is free; float operations are
+// never fused (sources are compiled with -ffp-contract=off; SIMD code uses separate multiply and
+// add).
 //
 // Eight float lanes a[0..8), all starting at +0, are reduced at the end by hsum8:
 //     hsum8(a) = ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7))
@@ -14,6 +15,11 @@
 // 1. Float weights (F32, F16, BF16), f32 activations x:
 //        for i = 0 .. n_in-1:   a[i % 8] = a[i % 8] + (w_i * x_i)          (w_i exact in f32)
 //        out = hsum8(a)
+//
+// 1b. The AVX512 variant's float kernels (a departure of the same kind as 2b below): sixteen
+//    lanes, each product fused into its lane's sum (one rounding), folded to eight:
+//        for i = 0 .. n_in-1:   a[i % 16] = fma(w_i, x_i, a[i % 16])
+//        out = hsum8(a[0..8) + a[8..16))                              (lane-wise adds first)
 //
 // 2. 32-element blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) with activations quantized to ActQ8_0
 //    (block b: scale dx, codes xq[32], and sx = dx * float(sum of xq)); the weight block has
@@ -27,9 +33,9 @@
 //        out = hsum8(a)            (_0 types)
 //        out = hsum8(a) + m        (_1 types)
 //
-// 2b. The AVX512 variant's Q4_0, Q5_0 and Q8_0 kernels (its only departure from this contract;
-//    every other type follows case 2 or 3): one float accumulator acc = +0 per output element,
-//    whole-block integer dots, as the weight rows are held one per lane of a 16-row tile:
+// 2b. The AVX512 variant's Q4_0, Q5_0 and Q8_0 kernels (with 1b its only departures from this
+//    contract; every other type follows case 2 or 3): one float accumulator acc = +0 per output
+//    element, whole-block integer dots, as the weight rows are held one per lane of a 16-row tile:
 //        for each block b, in order:
 //          s = dw * dx
 //          P = sum_{i<32} qw[i] * xq[i]                                        (exact int32)
@@ -243,7 +249,7 @@ const KernelTable& neon_kernels();
 #endif
 
 // The scalar table whose results a variant reproduces bit for bit: scalar_kernels(), except for
-// AVX512, whose Q4_0, Q5_0 and Q8_0 kernels follow contract case 2b.
+// AVX512, whose float kernels follow contract case 1b and its Q4_0, Q5_0 and Q8_0 ones case 2b.
 const KernelTable& reference_kernels(KernelIsa isa);
 
 // The scalar attention kernel (the reference for the SIMD ones).

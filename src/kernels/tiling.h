@@ -31,16 +31,19 @@ template <int R, int T>
 // The activation bytes of one block of tokens (see drive_tiles): small enough to stay in L1 (32 to
 // 48 KiB on the CPUs we run on) while the weight rows stream past it from L2.
 inline constexpr int64_t kTokenBlockBytes = int64_t{24} << 10;
+// The weight rows pass once per block: blocks of fewer tokens than this re-read them more than
+// the activations they keep in L1 save (wide rows, whose activations fill L1 in a few tokens).
+inline constexpr int64_t kMinBlockTokens = 64;
 
 // Kernel<R, T>::run(args, o, t) computes the R x T outputs (rows o .. o+R-1) x (tokens
 // t .. t+T-1). Every element's arithmetic is the same whatever R and T are, so the tiling never
 // changes a result. Batches of fewer than T tokens use R1 x 1 tiles (decode); others R x T tiles,
 // with R x 1 tiles for the leftover tokens and 1 x T / 1 x 1 tiles for the leftover rows.
-// Loop order: the tokens go in blocks of about kTokenBlockBytes of activations; within a block,
-// a tile's R weight rows stay in L1 while the block's token tiles pass over them. (Without the
-// blocks, a batch of many tokens, an embedding batch say, streams all of its activations from L2
-// or L3 once for every R rows: with float weights that made a batch of 3,000 tokens 1.5 times
-// slower.)
+// Loop order: the tokens go in blocks of about kTokenBlockBytes of activations (at least
+// kMinBlockTokens tokens); within a block, a tile's R weight rows stay in L1 while the block's
+// token tiles pass over them. Without the blocks a batch of many tokens, an embedding batch say,
+// streamed all of its activations from L2 or L3 once for every R rows (with float weights a
+// batch of 3,000 tokens ran 1.4 times slower).
 template <template <int, int> class Kernel, int R, int T, int R1>
 void drive_tiles(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
   if (a.n_tokens < T) {
@@ -54,7 +57,8 @@ void drive_tiles(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
     return;
   }
   const int64_t row_bytes = a.act_row_bytes > 0 ? static_cast<int64_t>(a.act_row_bytes) : 1;
-  const int64_t per_block = std::max<int64_t>(T, kTokenBlockBytes / row_bytes / T * T);
+  const int64_t per_block =
+      std::max<int64_t>(kMinBlockTokens / T * T, kTokenBlockBytes / row_bytes / T * T);
   for (int64_t block = 0; block < a.n_tokens; block += per_block) {
     const int64_t block_end = std::min(a.n_tokens, block + per_block);
     int64_t o = row_begin;

@@ -52,6 +52,22 @@ class PieceList {
   std::unordered_set<std::string> seen_;
 };
 
+// Calls add(letters) for every run of 2, then 3, then 4 letters a..z in order, until the vocab is
+// full.
+template <class Add>
+void for_letter_runs(const PieceList& pieces, Add add) {
+  for (int length = 2; length <= 4 && !pieces.full(); ++length) {
+    std::string letters(static_cast<size_t>(length), 'a');
+    while (!pieces.full()) {
+      add(letters);
+      size_t i = letters.size();  // odometer increment over a..z
+      while (i > 0 && letters[i - 1] == 'z') letters[--i] = 'a';
+      if (i == 0) break;
+      ++letters[i - 1];
+    }
+  }
+}
+
 void add_special(Vocab& vocab, const char* text, TokenType type) {
   vocab.tokens.emplace_back(text);
   vocab.scores.push_back(0.0f);
@@ -88,17 +104,10 @@ Vocab make_synth_vocab(int32_t n_vocab) {
     pieces.add_with_prefixes(word);
   }
   // Fill the rest with letter bigrams then trigrams, word-initial and word-internal.
-  for (int length = 2; length <= 4 && !pieces.full(); ++length) {
-    std::string letters(static_cast<size_t>(length), 'a');
-    while (!pieces.full()) {
-      pieces.add_with_prefixes(std::string(kSpaceMark) + letters);
-      pieces.add_with_prefixes(letters);
-      size_t i = letters.size();  // odometer increment over a..z
-      while (i > 0 && letters[i - 1] == 'z') letters[--i] = 'a';
-      if (i == 0) break;
-      ++letters[i - 1];
-    }
-  }
+  for_letter_runs(pieces, [&](const std::string& letters) {
+    pieces.add_with_prefixes(std::string(kSpaceMark) + letters);
+    pieces.add_with_prefixes(letters);
+  });
   assert(vocab.size() == n_vocab);
   return vocab;
 }
@@ -136,17 +145,10 @@ Vocab make_synth_wordpiece_vocab(int32_t n_vocab) {
     for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
     pieces.add(std::string(kSpaceMark) + lower);
   }
-  for (int length = 2; length <= 4 && !pieces.full(); ++length) {
-    std::string letters(static_cast<size_t>(length), 'a');
-    while (!pieces.full()) {
-      pieces.add(std::string(kSpaceMark) + letters);
-      pieces.add(letters);
-      size_t i = letters.size();  // odometer increment over a..z
-      while (i > 0 && letters[i - 1] == 'z') letters[--i] = 'a';
-      if (i == 0) break;
-      ++letters[i - 1];
-    }
-  }
+  for_letter_runs(pieces, [&](const std::string& letters) {
+    pieces.add(std::string(kSpaceMark) + letters);
+    pieces.add(letters);
+  });
   assert(vocab.size() == n_vocab);
   return vocab;
 }

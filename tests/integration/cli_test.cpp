@@ -89,12 +89,47 @@ std::string copy_without(const std::string& source, const std::string& dropped) 
   return path;
 }
 
+// `trellis embed` on synthesized encoders: one line of unit-length floats per text, a reranker's
+// documents by score, and what does not fit refused with a message.
+TEST(CliEmbed, EmbedsTextsAndRanksDocuments) {
+  const std::string dir = testing::temp_dir();
+  ASSERT_EQ(
+      run_cli("model synth --arch bert --preset tiny --type q8_0 -o " + dir + "/e.gguf").exit_code,
+      0);
+  ASSERT_EQ(run_cli("model synth --arch bert --preset tiny --type q8_0 --pooling rank -o " + dir +
+                    "/r.gguf")
+                .exit_code,
+            0);
+  EXPECT_NE(
+      run_cli("model info " + dir + "/r.gguf").output.find("yes (bert forward pass, reranker)"),
+      std::string::npos);
+  const std::string lines = stdout_only("embed -m " + dir + "/e.gguf 'hello world' 'the cat'");
+  std::istringstream in(lines);
+  int n_lines = 0;
+  for (std::string line; std::getline(in, line); ++n_lines) {
+    std::istringstream values(line);
+    double sum_sq = 0;
+    int n = 0;
+    for (double v; values >> v; ++n) sum_sq += v * v;
+    EXPECT_EQ(n, 128);
+    EXPECT_NEAR(sum_sq, 1.0, 1e-4);
+  }
+  EXPECT_EQ(n_lines, 2);
+  const std::string ranked =
+      stdout_only("embed -m " + dir + "/r.gguf --query 'capital of france' 'paris' 'cats' 'dogs'");
+  EXPECT_EQ(std::count(ranked.begin(), ranked.end(), '\n'), 3) << ranked;
+  CommandResult wrong = run_cli("embed -m " + dir + "/e.gguf --query q 'doc'");
+  EXPECT_NE(wrong.exit_code, 0);
+  EXPECT_NE(wrong.output.find("--query is for rerankers"), std::string::npos) << wrong.output;
+}
+
 TEST(CliModelInfo, NamesTheFamilyAndTheFirstMissingTensor) {
   TRELLIS_REQUIRE_SHARED();
   const std::string qwen2 = testing::shared_dir() + "/reference-arch/qwen2-tiny-f32.gguf";
   CommandResult ok = run_cli("model info " + qwen2);
   ASSERT_EQ(ok.exit_code, 0) << ok.output;
-  EXPECT_NE(ok.output.find("runs:           yes (qwen2 forward pass)"), std::string::npos)
+  EXPECT_NE(ok.output.find("runs:           yes (qwen2 forward pass, generative model)"),
+            std::string::npos)
       << ok.output;
   const std::string broken = copy_without(qwen2, "blk.1.attn_k.bias");
   nlohmann::json j = nlohmann::json::parse(stdout_only("model info --json " + broken));

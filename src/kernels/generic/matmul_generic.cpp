@@ -1,6 +1,7 @@
 // The portable scalar matmul: a direct transcription of the arithmetic contract in
 // matmul_internal.h, one dot product per output element. It is the reference that the SIMD
 // variants reproduce bit for bit, and the fallback for types without a SIMD kernel.
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -46,6 +47,18 @@ float dot_float(const uint8_t* w, const uint8_t* x, int64_t n_in) {
     a[i % 8] = a[i % 8] + product;
   }
   return hsum8(a);
+}
+
+// Contract case 1b (the AVX512 variant's float kernels): sixteen lanes of fused multiply-adds.
+template <class Load>
+float dot_float_fused(const uint8_t* w, const uint8_t* x, int64_t n_in) {
+  float a[16] = {};
+  for (int64_t i = 0; i < n_in; ++i) {
+    a[i % 16] = std::fma(Load::at(w, i), load<float>(x + 4 * i), a[i % 16]);
+  }
+  float folded[8];
+  for (int j = 0; j < 8; ++j) folded[j] = a[j] + a[j + 8];
+  return hsum8(folded);
 }
 
 // ---- 2. 32-element blocks ------------------------------------------------------------------
@@ -355,8 +368,11 @@ constexpr KernelTable make_table() {
   return table;
 }
 
-// The scalar reference of the AVX512 variant: its kernels of contract case 2b in place.
+// The scalar reference of the AVX512 variant: its kernels of contract cases 1b and 2b in place.
 constexpr TypeKernel kBlockSumKernels[] = {
+    {DType::F32, rows<dot_float_fused<LoadF32>>},
+    {DType::F16, rows<dot_float_fused<LoadF16>>},
+    {DType::BF16, rows<dot_float_fused<LoadBF16>>},
     {DType::Q4_0, rows<dot_q32_block_sum<DecodeQ4_0>>},
     {DType::Q5_0, rows<dot_q32_block_sum<DecodeQ5_0>>},
     {DType::Q8_0, rows<dot_q32_block_sum<DecodeQ8_0>>},

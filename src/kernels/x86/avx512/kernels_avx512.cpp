@@ -1,5 +1,6 @@
-// The AVX512 kernel table: the AVX2 table with the AVX-512 kernels in place (the 32-element
-// signed block types, Q4_K, Q6_K and attention), and the kernel of its packed Q4_0 layout.
+// The AVX512 kernel table: the AVX2 table with the AVX-512 kernels in place (the float types, the
+// 32-element signed block types, Q4_K, Q6_K and attention), and the kernel of its packed Q4_0
+// layout.
 #include "kernels/x86/avx512/kernels_avx512.h"
 
 #include "kernels/x86/avx512/attention_avx512.h"
@@ -13,9 +14,10 @@ namespace {
 // callers on other CPUs (see avx512_util.h).
 // The matmul kernels of its own; the other types keep the AVX2 ones.
 constexpr TypeKernel kOwnKernels[] = {
-    {DType::Q4_0, avx512::matmul_q4_0}, {DType::Q5_0, avx512::matmul_q5_0},
-    {DType::Q8_0, avx512::matmul_q8_0}, {DType::Q4_K, avx512::matmul_q4_k},
-    {DType::Q6_K, avx512::matmul_q6_k},
+    {DType::F32, avx512::matmul_f32},   {DType::F16, avx512::matmul_f16},
+    {DType::BF16, avx512::matmul_bf16}, {DType::Q4_0, avx512::matmul_q4_0},
+    {DType::Q5_0, avx512::matmul_q5_0}, {DType::Q8_0, avx512::matmul_q8_0},
+    {DType::Q4_K, avx512::matmul_q4_k}, {DType::Q6_K, avx512::matmul_q6_k},
 };
 
 constexpr KernelTable make_table() {
