@@ -102,7 +102,8 @@ class StageWorker {
     if (!kv.ok()) return kv.error();
     engine_ = std::make_unique<StageEngine>(std::move(kv).value(), model_->hparams(), args[4]);
     engine_->ws.attention_scratch.reserve(pool_.size(), engine_->kv.layout(),
-                                          model_->hparams().n_head, args[5]);
+                                          model_->hparams().n_head, args[5],
+                                          engine_->ws.max_rows());
     model_->set_context_length(args[5]);
     return {};
   }

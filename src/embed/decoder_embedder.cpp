@@ -79,7 +79,7 @@ DecoderEmbedder::DecoderEmbedder(std::unique_ptr<GgufFile> file, std::unique_ptr
   const int32_t max_rows = std::max(options.max_batch_tokens, n_ctx_);
   ws_ = std::make_unique<Workspace>(model_->hparams(), max_rows);
   const KvLayout layout = model_->kv_layout(block_size_, KvTypes{});
-  ws_->attention_scratch.reserve(pool_.size(), layout, model_->hparams().n_head, n_ctx_);
+  ws_->attention_scratch.reserve(pool_.size(), layout, model_->hparams().n_head, n_ctx_, max_rows);
   // A whole context of prefix, a workspace of suffixes, and each input's partial blocks.
   const int32_t n_blocks = blocks_for(n_ctx_, block_size_) + blocks_for(max_rows, block_size_) +
                            2 * static_cast<int32_t>(kMaxGroup) + 1;

@@ -11,8 +11,8 @@ LocalExecutor::LocalExecutor(const Model& model, KvStorage& kv, int32_t max_rows
       workspace_(model.hparams(), max_rows),
       threads_(n_threads > 0 ? n_threads : ThreadPool::default_thread_count()) {
   // Sized for the largest step here, so that no step allocates.
-  workspace_.attention_scratch.reserve(threads_.size(), kv_.layout(), model.hparams().n_head,
-                                       n_ctx);
+  workspace_.attention_scratch.reserve(threads_.size(), kv_.layout(), model.hparams().n_head, n_ctx,
+                                       workspace_.max_rows());
 }
 
 // The forward pass runs in collect(), into the caller's logits: launch() has nowhere to put them,

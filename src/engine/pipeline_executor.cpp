@@ -9,8 +9,8 @@ PipelineExecutor::PipelineExecutor(Pipeline& pipeline, const Model& model, KvSto
       kv_(kv),
       workspace_(model.hparams(), max_rows),
       threads_(n_threads > 0 ? n_threads : ThreadPool::default_thread_count()) {
-  workspace_.attention_scratch.reserve(threads_.size(), kv_.layout(), model.hparams().n_head,
-                                       n_ctx);
+  workspace_.attention_scratch.reserve(threads_.size(), kv_.layout(), model.hparams().n_head, n_ctx,
+                                       workspace_.max_rows());
 }
 
 Result<std::unique_ptr<PipelineExecutor>> PipelineExecutor::create(Pipeline& pipeline,

@@ -103,8 +103,9 @@ float* AttentionScratch::scores(int thread, int64_t n) {
   return buf.data();
 }
 
-void AttentionScratch::reserve(int n_threads, const KvLayout& layout, int64_t n_head,
-                               int64_t n_ctx) {
+void AttentionScratch::reserve(int n_threads, const KvLayout& layout, int64_t n_head, int64_t n_ctx,
+                               int32_t max_rows) {
+  tiles(int64_t{max_rows} + 1);  // where each call's tiles of rows begin
   // What the per-group kernels ask for, which covers the per-head ones, and what a tile of rows
   // asks for (paged_attention). Rows longer than the split size are computed in pieces of it.
   const int64_t group = n_head / layout.n_kv_heads;

@@ -40,9 +40,11 @@ class AttentionScratch {
   float* scores(int thread, int64_t n);  // grows only when n exceeds what that thread holds
   float* pieces(int64_t n);              // grows only when n exceeds what it holds
   int64_t* tiles(int64_t n);             // the same, for where a call's tiles of rows begin
-  // Sizes every thread's buffer up front for attention of n_head query heads over up to n_ctx
-  // positions of `layout`, so that paged_attention within those never allocates.
-  void reserve(int n_threads, const KvLayout& layout, int64_t n_head, int64_t n_ctx);
+  // Sizes every buffer up front for attention of n_head query heads over up to n_ctx positions
+  // of `layout`, in calls of up to max_rows rows, so that paged_attention within those never
+  // allocates.
+  void reserve(int n_threads, const KvLayout& layout, int64_t n_head, int64_t n_ctx,
+               int32_t max_rows);
 
  private:
   int64_t piece_floats_;

@@ -58,7 +58,7 @@ DraftModel::DraftModel(std::unique_ptr<Model> model, KvStorage kv, const BlockPo
       rows_(static_cast<size_t>(blocks.n_total()), 0) {
   // Sized for the largest pass here, so that drafting never allocates.
   workspace_.attention_scratch.reserve(threads_.size(), kv_.layout(), model_->hparams().n_head,
-                                       shape.n_ctx);
+                                       shape.n_ctx, workspace_.max_rows());
   const auto max_seqs = static_cast<size_t>(shape.max_seqs);
   batch_.reserve(shape.max_rows, shape.max_seqs);
   logits_.resize(max_seqs * static_cast<size_t>(model_->hparams().n_vocab));

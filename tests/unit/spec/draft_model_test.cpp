@@ -80,7 +80,8 @@ std::vector<TokenId> greedy_continuation(const Model& model, const std::vector<T
   for (int32_t b = 0; b < 16; ++b) table.push_back(b);
   Workspace ws(model.hparams(), 64);
   ThreadPool pool(2);
-  ws.attention_scratch.reserve(pool.size(), kv->layout(), model.hparams().n_head, 64);
+  ws.attention_scratch.reserve(pool.size(), kv->layout(), model.hparams().n_head, 64,
+                               ws.max_rows());
   std::vector<float> logits(static_cast<size_t>(model.hparams().n_vocab));
   std::vector<TokenId> tokens = prompt;
   for (int i = 0; i < n; ++i) {
