@@ -54,7 +54,7 @@ Result<std::unique_ptr<Embedder>> DecoderEmbedder::open(std::unique_ptr<GgufFile
   embedder->pooling_ = *pooling;
   if (*pooling == Pooling::RANK) {
     const GgufTensor* cls = embedder->file_->find_tensor("cls.output.weight");
-    if (cls == nullptr || cls->shape.size() < 2) {
+    if (cls == nullptr || cls->shape.size() < 2 || cls->shape[1] < 1) {
       return Error{embedder->file_->name() +
                    ": a reranker needs cls.output.weight (its yes/no classifier)"};
     }

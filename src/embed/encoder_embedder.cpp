@@ -3,12 +3,11 @@
 #include <algorithm>
 #include <cmath>
 
-
 namespace trellis {
 
 Result<std::unique_ptr<Embedder>> EncoderEmbedder::open(std::unique_ptr<GgufFile> file,
-                                                       std::unique_ptr<Tokenizer> tokenizer,
-                                                       const EmbedderOptions& options) {
+                                                        std::unique_ptr<Tokenizer> tokenizer,
+                                                        const EmbedderOptions& options) {
   Result<std::unique_ptr<EncoderModel>> model = EncoderModel::load(*file);
   if (!model.ok()) return model.error();
   if (tokenizer->vocab().size() != (*model)->hparams().n_vocab) {
@@ -27,14 +26,15 @@ EncoderEmbedder::EncoderEmbedder(std::unique_ptr<GgufFile> file,
       tokenizer_(std::move(tokenizer)),
       pool_(options.n_threads > 0 ? options.n_threads : ThreadPool::default_thread_count()),
       ws_(model_->hparams(),
-          std::max<int32_t>(options.max_batch_tokens,
-                            static_cast<int32_t>(model_->hparams().n_ctx_train)),
+          std::max<int32_t>(
+              options.max_batch_tokens,
+              static_cast<int32_t>(std::min(model_->hparams().n_ctx_train, kMaxEncoderContext))),
           pool_.size()) {}
 
 Result<std::vector<std::vector<float>>> EncoderEmbedder::embed(
     std::span<const std::vector<TokenId>> inputs) {
   for (size_t i = 0; i < inputs.size(); ++i) {
-    Status valid = model_->validate_input(inputs[i]);
+    Status valid = check_input(inputs[i]);
     if (!valid.ok()) return Error{"input " + std::to_string(i) + " " + valid.error().message};
   }
   std::vector<std::vector<float>> out(inputs.size());
@@ -54,8 +54,8 @@ Result<std::vector<std::vector<float>>> EncoderEmbedder::embed(
   return out;
 }
 
-void EncoderEmbedder::run_batch(std::span<const std::vector<TokenId>> inputs, size_t begin, size_t end,
-                         std::vector<std::vector<float>>& out) {
+void EncoderEmbedder::run_batch(std::span<const std::vector<TokenId>> inputs, size_t begin,
+                                size_t end, std::vector<std::vector<float>>& out) {
   std::vector<std::span<const TokenId>> batch;
   for (size_t i = begin; i < end; ++i) batch.emplace_back(inputs[i]);
   std::vector<float> pooled(batch.size() * static_cast<size_t>(n_out()));

@@ -104,9 +104,12 @@ Status EncoderModel::bind(const GgufFile& file) {
   }
   TRELLIS_ASSIGN(embd_norm_, bind_vector(file, "token_embd_norm.weight", n_embd));
   TRELLIS_ASSIGN(embd_norm_b_, bind_vector(file, "token_embd_norm.bias", n_embd));
-  layers_.resize(static_cast<size_t>(hp_.n_layer));
+  // Layer by layer: a file claiming more layers than it holds fails at the first missing one,
+  // before anything the size of its claim is allocated.
   for (int64_t il = 0; il < hp_.n_layer; ++il) {
-    TRELLIS_TRY(bind_layer(file, il, layers_[static_cast<size_t>(il)]));
+    Layer layer;
+    TRELLIS_TRY(bind_layer(file, il, layer));
+    layers_.push_back(std::move(layer));
   }
   if (hp_.pooling == Pooling::RANK) {
     if (file.find_tensor("cls.weight") != nullptr) {
