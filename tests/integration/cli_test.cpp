@@ -89,6 +89,20 @@ std::string copy_without(const std::string& source, const std::string& dropped) 
   return path;
 }
 
+// `trellis --version` says what a bug report needs: the version, the commit, the compiler and the
+// kernels this CPU gets.
+TEST(CliVersion, NamesVersionCommitCompilerAndKernels) {
+  const std::string out = stdout_only("--version");
+  EXPECT_EQ(out.rfind("trellis 0.", 0), 0u) << out;
+  EXPECT_NE(out.find("(commit "), std::string::npos) << out;
+  EXPECT_NE(out.find(", kernels "), std::string::npos) << out;
+  const bool isa = out.find("kernels scalar") != std::string::npos ||
+                   out.find("kernels avx2") != std::string::npos ||
+                   out.find("kernels avx512") != std::string::npos ||
+                   out.find("kernels neon") != std::string::npos;
+  EXPECT_TRUE(isa) << out;
+}
+
 // `trellis embed` on synthesized encoders: one line of unit-length floats per text, a reranker's
 // documents by score, and what does not fit refused with a message.
 TEST(CliEmbed, EmbedsTextsAndRanksDocuments) {
