@@ -103,6 +103,23 @@ TEST(CliVersion, NamesVersionCommitCompilerAndKernels) {
   EXPECT_TRUE(isa) << out;
 }
 
+// The bash completion (scripts/completions/trellis.bash) offers the subcommands and options that
+// the binary's own --help lists, at any depth.
+TEST(CliCompletion, OffersSubcommandsAndOptionsFromHelp) {
+  const std::string script = std::string(TRELLIS_SOURCE_DIR) + "/scripts/completions/trellis.bash";
+  auto complete = [&](const std::string& words, int current) {
+    return run_shell("bash -c 'source " + script + "; COMP_WORDS=(" +
+                     std::string(TRELLIS_CLI_PATH) + " " + words + "); COMP_CWORD=" +
+                     std::to_string(current) + "; _trellis; echo \"${COMPREPLY[*]}\"' 2>&1")
+        .output;
+  };
+  EXPECT_EQ(complete("se", 1), "serve\n");
+  EXPECT_EQ(complete("serve --po", 2), "--port\n");
+  EXPECT_EQ(complete("model synth --preset tiny --poo", 5), "--pooling\n");
+  EXPECT_EQ(complete("bench em", 2), "embed\n");
+  EXPECT_NE(complete("e", 1).find("embed"), std::string::npos);
+}
+
 // `trellis embed` on synthesized encoders: one line of unit-length floats per text, a reranker's
 // documents by score, and what does not fit refused with a message.
 TEST(CliEmbed, EmbedsTextsAndRanksDocuments) {
