@@ -32,18 +32,24 @@ std::string synth_encoder(Pooling pooling) {
   return options.output_path;
 }
 
+// The server's embedder belongs to its queue's worker (an Embedder takes one caller at a time):
+// the test computes what it expects with a second one opened on the same file.
 class EmbeddingServer {
  public:
   explicit EmbeddingServer(Pooling pooling) {
-    Result<std::unique_ptr<Embedder>> embedder =
-        Embedder::open(synth_encoder(pooling), {.n_threads = 1, .max_batch_tokens = 1024});
-    EXPECT_TRUE(embedder.ok()) << embedder.error().message;
-    embedder_ = std::move(embedder).value();
+    const std::string path = synth_encoder(pooling);
+    Result<std::unique_ptr<Embedder>> served =
+        Embedder::open(path, {.n_threads = 1, .max_batch_tokens = 1024});
+    EXPECT_TRUE(served.ok()) << served.error().message;
+    served_ = std::move(served).value();
+    Result<std::unique_ptr<Embedder>> reference = Embedder::open(path, {.n_threads = 1});
+    EXPECT_TRUE(reference.ok()) << reference.error().message;
+    embedder_ = std::move(reference).value();
     ServerConfig config;
     config.port = 0;
     config.model_id = "enc";
     config.log_requests = false;
-    service_ = std::make_unique<EmbeddingService>(*embedder_, config, 1024);
+    service_ = std::make_unique<EmbeddingService>(*served_, config, 1024);
     server_ = std::make_unique<HttpServer>(config, EmbeddingService::endpoints());
     EXPECT_TRUE(server_->bind().ok());
     thread_ = std::thread([this] { server_->serve(); });
@@ -56,10 +62,11 @@ class EmbeddingServer {
   HttpReply post(const std::string& path, const json& body) const {
     return testing::loopback_post(server_->port(), path, body.dump());
   }
+  // The test's own embedder of the same file (not the server's).
   Embedder& embedder() { return *embedder_; }
-  const EmbeddingService& service() const { return *service_; }
 
  private:
+  std::unique_ptr<Embedder> served_;
   std::unique_ptr<Embedder> embedder_;
   std::unique_ptr<EmbeddingService> service_;
   std::unique_ptr<HttpServer> server_;
