@@ -174,14 +174,12 @@ void DecoderEmbedder::run_group(std::span<const std::vector<TokenId>> inputs, si
   for (size_t i = begin; i < end; ++i) out[i] = pool_hidden(hidden.data() + (i - begin) * n_embd);
 }
 
-std::vector<float> DecoderEmbedder::pool_hidden(const float* hidden) const {
+std::vector<float> DecoderEmbedder::pool_hidden(const float* hidden) {
   const int64_t n_embd = model_->hparams().n_embd;
   if (pooling_ != Pooling::RANK) return std::vector<float>(hidden, hidden + n_embd);
   // The classifier's logits, then their softmax: the first is P(yes), the relevance.
   std::vector<float> scores(static_cast<size_t>(cls_out_.n_out));
-  ThreadPool one(1);
-  MatmulScratch scratch;
-  matmul(cls_out_, hidden, 1, scores.data(), one, scratch);
+  matmul(cls_out_, hidden, 1, scores.data(), pool_, ws_->matmul_scratch);
   const float top = *std::max_element(scores.begin(), scores.end());
   double sum = 0.0;
   for (float& s : scores) {

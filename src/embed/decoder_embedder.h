@@ -53,7 +53,7 @@ class DecoderEmbedder : public Embedder {
   // Computes positions [0, n) of `tokens` into the blocks of `table`, with no output rows.
   void prefill(const TokenId* tokens, int32_t n, const std::vector<int32_t>& table);
   // The pooled output of one input from its last token's hidden state.
-  std::vector<float> pool_hidden(const float* hidden) const;
+  std::vector<float> pool_hidden(const float* hidden);
 
   std::unique_ptr<GgufFile> file_;  // the weights point into its mapping
   std::unique_ptr<Model> model_;

@@ -192,7 +192,7 @@ void EncoderModel::encode(std::span<const std::span<const TokenId>> inputs, Enco
     ffn(layer, n_rows, ws, pool);
     add_and_norm(layer.out_norm, layer.out_norm_b, n_rows, ws, pool);
   }
-  for (size_t i = 0; i < spans.size(); ++i) pool_rows(spans[i], ws, out + i * n_out());
+  for (size_t i = 0; i < spans.size(); ++i) pool_rows(spans[i], ws, pool, out + i * n_out());
 }
 
 void EncoderModel::embed(std::span<const std::span<const TokenId>> inputs, EncoderWorkspace& ws,
@@ -340,7 +340,8 @@ void EncoderModel::add_and_norm(const std::vector<float>& weight, const std::vec
   });
 }
 
-void EncoderModel::pool_rows(Span span, EncoderWorkspace& ws, float* out) const {
+void EncoderModel::pool_rows(Span span, EncoderWorkspace& ws, ThreadPool& pool,
+                             float* out) const {
   const int64_t n_embd = hp_.n_embd;
   const float* rows = ws.x.data();
   switch (hp_.pooling) {
@@ -362,16 +363,14 @@ void EncoderModel::pool_rows(Span span, EncoderWorkspace& ws, float* out) const 
       std::memcpy(out, rows + (span.end - 1) * n_embd, static_cast<size_t>(n_embd) * sizeof(float));
       return;
     case Pooling::RANK: {
-      // One row: the pool is not worth waking for the head's two small products.
-      ThreadPool one(1);
       const float* first = rows + span.begin * n_embd;
       if (cls_.n_out > 0) {
-        matmul(cls_, first, 1, ws.head.data(), one, ws.matmul_scratch);
+        matmul(cls_, first, 1, ws.head.data(), pool, ws.matmul_scratch);
         add_bias_rows(ws.head.data(), cls_b_, 1);
         for (float& value : ws.head) value = std::tanh(value);
         first = ws.head.data();
       }
-      matmul(cls_out_, first, 1, out, one, ws.matmul_scratch);
+      matmul(cls_out_, first, 1, out, pool, ws.matmul_scratch);
       add_bias_rows(out, cls_out_b_, 1);
       return;
     }

@@ -101,7 +101,7 @@ class EncoderModel {
   // x = layernorm(x + proj) with the given weight and bias, row by row.
   void add_and_norm(const std::vector<float>& weight, const std::vector<float>& bias,
                     int32_t n_rows, EncoderWorkspace& ws, ThreadPool& pool) const;
-  void pool_rows(Span span, EncoderWorkspace& ws, float* out) const;
+  void pool_rows(Span span, EncoderWorkspace& ws, ThreadPool& pool, float* out) const;
 
   EncoderHParams hp_;
   WeightView token_embd_;
