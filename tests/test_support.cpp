@@ -7,7 +7,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <span>
 
+#include "gguf/gguf_file.h"
+#include "gguf/gguf_writer.h"
 #include "model/model_presets.h"
 #include "model/synth_model.h"
 
@@ -127,6 +130,31 @@ void expect_no_leak(Engine& engine) {
   EXPECT_EQ(engine.stats().n_blocks_in_use, 0);
   engine.flush_cache();
   EXPECT_EQ(engine.stats().n_blocks_free, engine.stats().n_blocks_total);
+}
+
+std::string rewrite_gguf(const std::string& source, const std::string& name, const std::string& key,
+                         std::optional<GgufValue> value, const std::string& dropped) {
+  Result<GgufFile> in = GgufFile::open(source);
+  EXPECT_TRUE(in.ok());
+  GgufWriter writer;
+  writer.copy_metadata(*in, "");
+  if (value) writer.set(key, *value);
+  std::vector<const GgufTensor*> kept;
+  for (const GgufTensor& t : in->tensors()) {
+    if (t.name == dropped) continue;
+    EXPECT_TRUE(writer.add_tensor(t.name, t.type, t.shape).ok());
+    kept.push_back(&t);
+  }
+  const std::string path = temp_dir() + "/" + name + ".gguf";
+  EXPECT_TRUE(writer.begin(path).ok());
+  for (const GgufTensor* t : kept) {
+    EXPECT_TRUE(writer
+                    .write_tensor_data(std::span<const uint8_t>(
+                        static_cast<const uint8_t*>(t->data), static_cast<size_t>(t->n_bytes)))
+                    .ok());
+  }
+  EXPECT_TRUE(writer.finish().ok());
+  return path;
 }
 
 }  // namespace trellis::testing

@@ -1,10 +1,12 @@
 // Helpers shared by the tests: where the data lives, and skipping when it is absent.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/engine.h"
+#include "gguf/gguf_value.h"
 #include "tokenizer/vocab.h"
 
 namespace trellis::testing {
@@ -21,6 +23,13 @@ std::string shared_dir();
 bool have_shared_dir();
 // A fresh empty directory for this test's files, removed at process exit.
 std::string temp_dir();
+
+// A copy of the GGUF `source` at temp_dir()/name.gguf: its metadata with `key` set to `value`
+// (when given), and every tensor but `dropped` (none when empty). For tests of files that lie or
+// lack something.
+std::string rewrite_gguf(const std::string& source, const std::string& name,
+                         const std::string& key = "", std::optional<GgufValue> value = std::nullopt,
+                         const std::string& dropped = "");
 
 // A greedy request that generates exactly max_tokens tokens (EOS ignored), with the logits of
 // each generated token when `return_logits`.

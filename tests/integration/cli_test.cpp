@@ -65,30 +65,6 @@ TEST_F(CliTest, ModelInfoTextAndJson) {
   EXPECT_EQ(j["tensor_types"]["f32"], 9);    // 2 norms per layer + the output norm
 }
 
-// A copy of `source` without the tensor `dropped` (metadata and every other tensor as they are).
-std::string copy_without(const std::string& source, const std::string& dropped) {
-  Result<GgufFile> in = GgufFile::open(source);
-  EXPECT_TRUE(in.ok());
-  GgufWriter writer;
-  writer.copy_metadata(*in, "");
-  std::vector<const GgufTensor*> kept;
-  for (const GgufTensor& t : in->tensors()) {
-    if (t.name == dropped) continue;
-    EXPECT_TRUE(writer.add_tensor(t.name, t.type, t.shape).ok());
-    kept.push_back(&t);
-  }
-  const std::string path = testing::temp_dir() + "/without-" + dropped + ".gguf";
-  EXPECT_TRUE(writer.begin(path).ok());
-  for (const GgufTensor* t : kept) {
-    EXPECT_TRUE(writer
-                    .write_tensor_data(std::span<const uint8_t>(
-                        static_cast<const uint8_t*>(t->data), static_cast<size_t>(t->n_bytes)))
-                    .ok());
-  }
-  EXPECT_TRUE(writer.finish().ok());
-  return path;
-}
-
 // `trellis --version` says what a bug report needs: the version, the commit, the compiler and the
 // kernels this CPU gets.
 TEST(CliVersion, NamesVersionCommitCompilerAndKernels) {
@@ -162,7 +138,8 @@ TEST(CliModelInfo, NamesTheFamilyAndTheFirstMissingTensor) {
   EXPECT_NE(ok.output.find("runs:           yes (qwen2 forward pass, generative model)"),
             std::string::npos)
       << ok.output;
-  const std::string broken = copy_without(qwen2, "blk.1.attn_k.bias");
+  const std::string broken = testing::rewrite_gguf(qwen2, "without-blk.1.attn_k.bias", "",
+                                                   std::nullopt, "blk.1.attn_k.bias");
   nlohmann::json j = nlohmann::json::parse(stdout_only("model info --json " + broken));
   EXPECT_EQ(j["architecture"], "qwen2");
   EXPECT_FALSE(j["runnable"].get<bool>());

@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include "gguf/gguf_writer.h"
 #include "model/encoder_synth.h"
 #include "test_support.h"
 
@@ -22,33 +21,6 @@ const std::string& tiny_bert() {
     EXPECT_TRUE(synthesize_encoder(options).ok());
     return options.output_path;
   }();
-  return path;
-}
-
-// A copy of the tiny encoder with `key` set to `value` (or left out when value is empty) and
-// without the tensor `dropped`.
-std::string variant(const std::string& name, const std::string& key, std::optional<GgufValue> value,
-                    const std::string& dropped = "") {
-  Result<GgufFile> in = GgufFile::open(tiny_bert());
-  EXPECT_TRUE(in.ok());
-  GgufWriter writer;
-  writer.copy_metadata(*in, "");
-  if (value) writer.set(key, *value);
-  std::vector<const GgufTensor*> kept;
-  for (const GgufTensor& t : in->tensors()) {
-    if (t.name == dropped) continue;
-    EXPECT_TRUE(writer.add_tensor(t.name, t.type, t.shape).ok());
-    kept.push_back(&t);
-  }
-  const std::string path = testing::temp_dir() + "/" + name + ".gguf";
-  EXPECT_TRUE(writer.begin(path).ok());
-  for (const GgufTensor* t : kept) {
-    EXPECT_TRUE(writer
-                    .write_tensor_data(std::span<const uint8_t>(
-                        static_cast<const uint8_t*>(t->data), static_cast<size_t>(t->n_bytes)))
-                    .ok());
-  }
-  EXPECT_TRUE(writer.finish().ok());
   return path;
 }
 
@@ -82,7 +54,8 @@ TEST(EncoderModel, RefusesFilesThatLieOrLack) {
       {"no-norm", "", std::nullopt, "token_embd_norm.bias", "token_embd_norm.bias"},
   };
   for (const Case& c : cases) {
-    const std::string error = load_error(variant(c.name, c.key, c.value, c.dropped));
+    const std::string error =
+        load_error(testing::rewrite_gguf(tiny_bert(), c.name, c.key, c.value, c.dropped));
     EXPECT_NE(error.find(c.expected), std::string::npos) << c.name << ": " << error;
   }
 }
