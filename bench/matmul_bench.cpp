@@ -2,8 +2,9 @@
 // (attention), 5632x2048 (FFN gate/up), 2048x5632 (FFN down); decode (1 token), batched decode
 // (8 tokens) and prefill (64
 // tokens); 1 and 2 threads; the best ISA variant. Counters: GFLOP/s (2 flops per weight per
-// token) and GB/s (weight bytes read per call; decode is bound by this one). q4_0_packed: Q4_0 in
-// the layout the best variant packs it to at model load, where it has one (kernels/weight_pack.h).
+// token) and GB/s (weight bytes read per call; decode is bound by this one). TYPE_packed: Q4_0 and
+// the float types in the layout the best variant packs them to at model load, where it has one
+// (kernels/weight_pack.h).
 //   build-kernels/bench/matmul_bench --benchmark_filter='q4_0/.*' --benchmark_min_time=0.2
 #include <benchmark/benchmark.h>
 
@@ -90,11 +91,14 @@ const int kRegistered = [] {
   const DType types[] = {DType::Q4_0, DType::Q8_0, DType::F16,  DType::F32,
                          DType::Q4_K, DType::Q6_K, DType::Q5_K, DType::Q4_1,
                          DType::Q5_0, DType::Q5_1, DType::BF16};
-  const int64_t shapes[][2] = {{2048, 2048}, {5632, 2048}, {2048, 5632}};  // n_out, n_in
-  // (type, packed): the Q4_0 matrices also as the AVX512 variant packs them.
+  // n_out, n_in: TinyLlama's, then bge-small's (a bert encoder: 384 wide, FFN 1536).
+  const int64_t shapes[][2] = {{2048, 2048}, {5632, 2048}, {2048, 5632},
+                               {384, 384},   {1536, 384},  {384, 1536}};
+  // (type, packed): the Q4_0 and float matrices also as the AVX512 variant packs them.
   std::vector<std::pair<DType, bool>> variants;
   for (DType type : types) variants.emplace_back(type, false);
-  variants.emplace_back(DType::Q4_0, true);
+  for (DType type : {DType::Q4_0, DType::F16, DType::F32, DType::BF16})
+    variants.emplace_back(type, true);
   for (const auto& variant : variants) {
     const DType type = variant.first;
     const bool packed = variant.second;

@@ -37,7 +37,7 @@ namespace {
 // so that a thread's range rarely ends in a partial tile; the packed layouts rely on it: a range
 // starts at a 16-row group (kQ4_0X16Rows).
 constexpr int64_t kRowGranule = 16;
-static_assert(kRowGranule % kQ4_0X16Rows == 0);
+static_assert(kRowGranule % kQ4_0X16Rows == 0 && kRowGranule % kFloatX16Rows == 0);
 
 }  // namespace
 
@@ -73,9 +73,10 @@ int64_t round_up_to_granule(int64_t n) {
 }
 
 kd::RowKernel pick_kernel(const kd::KernelTable& table, const WeightView& w) {
-  if (w.layout == WeightLayout::Q4_0_X16) {
-    assert(table.q4_0_x16 != nullptr && "a packed matrix goes to the variant that packed it");
-    return table.q4_0_x16;
+  if (w.layout != WeightLayout::ROWS) {
+    kd::RowKernel packed = table.packed[dtype_index(w.type)];
+    assert(packed != nullptr && "a packed matrix goes to the variant that packed it");
+    return packed;
   }
   kd::RowKernel kernel = kd::table_kernel(table, w.type);
   return kernel != nullptr ? kernel : kd::table_kernel(kd::scalar_kernels(), w.type);

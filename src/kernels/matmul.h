@@ -20,7 +20,7 @@ namespace trellis {
 
 // How a matrix's bytes are laid out: GGUF rows, or a kernel variant's packed layout (made at load
 // time by pack_weight, kernels/weight_pack.h, and read only by that variant).
-enum class WeightLayout { ROWS, Q4_0_X16 };
+enum class WeightLayout { ROWS, Q4_0_X16, FLOAT_X16 };
 
 // Default-constructed: unbound (no rows).
 struct WeightView {

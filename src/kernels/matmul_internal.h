@@ -16,10 +16,11 @@
 //        for i = 0 .. n_in-1:   a[i % 8] = a[i % 8] + (w_i * x_i)          (w_i exact in f32)
 //        out = hsum8(a)
 //
-// 1b. The AVX512 variant's float kernels (a departure of the same kind as 2b below): sixteen
-//    lanes, each product fused into its lane's sum (one rounding), folded to eight:
-//        for i = 0 .. n_in-1:   a[i % 16] = fma(w_i, x_i, a[i % 16])
-//        out = hsum8(a[0..8) + a[8..16))                              (lane-wise adds first)
+// 1b. The AVX512 variant's float kernels (a departure of the same kind as 2b below): one
+//    accumulator acc = +0 per output element, each product fused into it (one rounding), as the
+//    weight rows are held one per lane of a 16-row tile:
+//        for i = 0 .. n_in-1:   acc = fma(w_i, x_i, acc)
+//        out = acc
 //
 // 2. 32-element blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) with activations quantized to ActQ8_0
 //    (block b: scale dx, codes xq[32], and sx = dx * float(sum of xq)); the weight block has
@@ -204,9 +205,10 @@ constexpr RowKernels with_kernels(RowKernels base, const TypeKernel (&rows)[N]) 
 // One ISA's kernels; a null entry falls back to the scalar one.
 struct KernelTable {
   RowKernels matmul{};
-  // Packed layouts (kernels/weight_pack.h): only the variant that packs has an entry, and it has
-  // no scalar fallback (a packed matrix is never handed to another variant).
-  RowKernel q4_0_x16 = nullptr;
+  // Packed layouts (kernels/weight_pack.h), by weight type: only the variant that packs has
+  // entries, and they have no scalar fallback (a packed matrix is never handed to another
+  // variant).
+  RowKernels packed{};
   // Indexed by ActFormat; the F32 entry stays null (x is read as it is).
   std::array<ActQuantizer, kActFormatCount> quantize_act{};
   // Attention, for head sizes that are multiples of attend_head_dim_multiple and at most

@@ -38,6 +38,43 @@ void pack_q4_0_x16(const WeightView& w, uint8_t* dst) {
   }
 }
 
+bool is_float_type(DType type) {
+  return type == DType::F32 || type == DType::F16 || type == DType::BF16;
+}
+
+size_t float_element_bytes(DType type) {
+  return type == DType::F32 ? 4 : 2;
+}
+
+int64_t float_x16_groups(const WeightView& w) {
+  return (w.n_out + kFloatX16Rows - 1) / kFloatX16Rows;
+}
+
+void pack_float_x16(const WeightView& w, uint8_t* dst) {
+  const auto* src = static_cast<const uint8_t*>(w.data);
+  const size_t element = float_element_bytes(w.type);
+  const size_t row_bytes = static_cast<size_t>(w.n_in) * element;
+  for (int64_t g = 0; g < float_x16_groups(w); ++g) {
+    uint8_t* group = dst + static_cast<size_t>(g * w.n_in * kFloatX16Rows) * element;
+    for (int64_t r = 0; r < kFloatX16Rows; ++r) {
+      // Lanes past the last row repeat it, so that every lane computes a real row.
+      const uint8_t* row = src + static_cast<size_t>(std::min(g * kFloatX16Rows + r, w.n_out - 1)) * row_bytes;
+      for (int64_t i = 0; i < w.n_in; ++i) {
+        std::memcpy(group + static_cast<size_t>(i * kFloatX16Rows + r) * element,
+                    row + static_cast<size_t>(i) * element, element);
+      }
+    }
+  }
+}
+
+size_t unpadded_packed_bytes(const WeightView& w) {
+  if (is_float_type(w.type)) {
+    return static_cast<size_t>(float_x16_groups(w) * w.n_in * kFloatX16Rows) *
+           float_element_bytes(w.type);
+  }
+  return static_cast<size_t>(q4_0_x16_groups(w) * (w.n_in / 32)) * kQ4_0X16BlockBytes;
+}
+
 }  // namespace
 
 PackedBytes allocate_packed_bytes(size_t bytes) {
@@ -51,12 +88,13 @@ PackedBytes allocate_packed_bytes(size_t bytes) {
 }
 
 bool weight_packable(KernelIsa isa, const WeightView& w) {
-  return isa == KernelIsa::AVX512 && w.layout == WeightLayout::ROWS && w.type == DType::Q4_0 &&
-         w.n_in > 0 && w.n_in % 32 == 0 && w.n_out > 0;
+  if (isa != KernelIsa::AVX512 || w.layout != WeightLayout::ROWS || w.n_in <= 0 || w.n_out <= 0)
+    return false;
+  return is_float_type(w.type) || (w.type == DType::Q4_0 && w.n_in % 32 == 0);
 }
 
 size_t packed_weight_bytes(const WeightView& w) {
-  const size_t bytes = static_cast<size_t>(q4_0_x16_groups(w) * (w.n_in / 32)) * kQ4_0X16BlockBytes;
+  const size_t bytes = unpadded_packed_bytes(w);
   return (bytes + kPackedWeightAlignment - 1) / kPackedWeightAlignment * kPackedWeightAlignment;
 }
 
@@ -64,10 +102,15 @@ WeightView pack_weight(KernelIsa isa, const WeightView& w, uint8_t* dst) {
   assert(weight_packable(isa, w));
   assert(reinterpret_cast<uintptr_t>(dst) % kPackedWeightAlignment == 0);
   (void)isa;
-  pack_q4_0_x16(w, dst);
   WeightView packed = w;
   packed.data = dst;
-  packed.layout = WeightLayout::Q4_0_X16;
+  if (is_float_type(w.type)) {
+    pack_float_x16(w, dst);
+    packed.layout = WeightLayout::FLOAT_X16;
+  } else {
+    pack_q4_0_x16(w, dst);
+    packed.layout = WeightLayout::Q4_0_X16;
+  }
   return packed;
 }
 

@@ -1,7 +1,8 @@
 // Weights repacked at load time into a layout that one kernel variant reads faster than the GGUF
 // rows. Packing changes only where the bytes are, never a result: the variant computes every
 // output element of a packed matrix exactly as it would from the rows (batch invariance holds
-// across layouts too). The layouts: q4_0_x16_layout.h (WeightLayout::Q4_0_X16, for AVX512).
+// across layouts too). The layouts: q4_0_x16_layout.h (WeightLayout::Q4_0_X16, for AVX512) and
+// float_x16_layout.h (WeightLayout::FLOAT_X16: F32, F16 and BF16, for AVX512).
 #pragma once
 
 #include <cstddef>
@@ -10,6 +11,7 @@
 #include <memory>
 
 #include "kernels/kernel_isa.h"
+#include "kernels/float_x16_layout.h"
 #include "kernels/matmul.h"
 #include "kernels/q4_0_x16_layout.h"
 

@@ -49,16 +49,12 @@ float dot_float(const uint8_t* w, const uint8_t* x, int64_t n_in) {
   return hsum8(a);
 }
 
-// Contract case 1b (the AVX512 variant's float kernels): sixteen lanes of fused multiply-adds.
+// Contract case 1b (the AVX512 variant's float kernels): one chain of fused multiply-adds.
 template <class Load>
 float dot_float_fused(const uint8_t* w, const uint8_t* x, int64_t n_in) {
-  float a[16] = {};
-  for (int64_t i = 0; i < n_in; ++i) {
-    a[i % 16] = std::fma(Load::at(w, i), load<float>(x + 4 * i), a[i % 16]);
-  }
-  float folded[8];
-  for (int j = 0; j < 8; ++j) folded[j] = a[j] + a[j + 8];
-  return hsum8(folded);
+  float acc = 0.0f;
+  for (int64_t i = 0; i < n_in; ++i) acc = std::fma(Load::at(w, i), load<float>(x + 4 * i), acc);
+  return acc;
 }
 
 // ---- 2. 32-element blocks ------------------------------------------------------------------

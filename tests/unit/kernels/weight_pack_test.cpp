@@ -1,6 +1,6 @@
-// Packed weights (kernels/weight_pack.h): a packed matrix gives, bit for bit, what its GGUF rows
-// give to the same variant, for every tile shape (16-row groups and a partial last group; token
-// tiles of 32, 8, 4 and 1) and any thread count; a row's result is the same alone and in a
+// Packed weights (kernels/weight_pack.h): a packed matrix (Q4_0 or float) gives, bit for bit,
+// what its GGUF rows give to the same variant, for every tile shape (16-row groups and a partial
+// last group; every token tile) and any thread count; a row's result is the same alone and in a
 // batch; and only the variant that reads a layout is offered it.
 #include "kernels/weight_pack.h"
 
@@ -73,19 +73,27 @@ void expect_bits_equal(const std::vector<float>& got, const std::vector<float>& 
   }
 }
 
-TEST(WeightPack, OnlyAvx512PacksQ4_0) {
-  const WeightView q4{DType::Q4_0, nullptr, 64, 32};
-  EXPECT_TRUE(weight_packable(KernelIsa::AVX512, q4));
-  for (KernelIsa isa : {KernelIsa::SCALAR, KernelIsa::AVX2, KernelIsa::NEON})
-    EXPECT_FALSE(weight_packable(isa, q4)) << kernel_isa_name(isa);
-  for (DType type : {DType::Q4_1, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::F16})
+TEST(WeightPack, OnlyAvx512PacksQ4_0AndFloats) {
+  for (DType type : {DType::Q4_0, DType::F32, DType::F16, DType::BF16}) {
+    const WeightView w{type, nullptr, 64, 32};
+    EXPECT_TRUE(weight_packable(KernelIsa::AVX512, w)) << dtype_name(type);
+    for (KernelIsa isa : {KernelIsa::SCALAR, KernelIsa::AVX2, KernelIsa::NEON})
+      EXPECT_FALSE(weight_packable(isa, w)) << kernel_isa_name(isa);
+  }
+  for (DType type : {DType::Q4_1, DType::Q5_0, DType::Q8_0, DType::Q4_K})
     EXPECT_FALSE(weight_packable(KernelIsa::AVX512, WeightView{type, nullptr, 64, 32}));
-  WeightView already = q4;
-  already.layout = WeightLayout::Q4_0_X16;
-  EXPECT_FALSE(weight_packable(KernelIsa::AVX512, already));
-  // 16-row groups, the last one padded.
+  EXPECT_FALSE(weight_packable(KernelIsa::AVX512, WeightView{DType::F16, nullptr, 0, 32}));
+  for (WeightLayout layout : {WeightLayout::Q4_0_X16, WeightLayout::FLOAT_X16}) {
+    WeightView already{layout == WeightLayout::Q4_0_X16 ? DType::Q4_0 : DType::F16, nullptr, 64,
+                       32};
+    already.layout = layout;
+    EXPECT_FALSE(weight_packable(KernelIsa::AVX512, already));
+  }
+  // 16-row groups, the last one padded; whole 64-byte lines.
   EXPECT_EQ(packed_weight_bytes(WeightView{DType::Q4_0, nullptr, 64, 17}), 2 * 2 * 288u);
   EXPECT_EQ(packed_weight_bytes(WeightView{DType::Q4_0, nullptr, 32, 16}) % 64, 0u);
+  EXPECT_EQ(packed_weight_bytes(WeightView{DType::F16, nullptr, 64, 17}), 2 * 64 * 16 * 2u);
+  EXPECT_EQ(packed_weight_bytes(WeightView{DType::F32, nullptr, 3, 5}), 3 * 16 * 4u);
 }
 
 // The layout itself, against block_q4_0: scales first, then dword r of vector k = qs[4k..4k+3]
@@ -108,6 +116,72 @@ TEST(WeightPack, Q4_0X16Layout) {
         EXPECT_EQ(std::memcmp(block + 2 * r, src, 2), 0);
         for (int k = 0; k < 4; ++k)
           EXPECT_EQ(std::memcmp(block + 32 + 64 * k + 4 * r, src + 2 + 4 * k, 4), 0);
+      }
+    }
+  }
+}
+
+// Random float rows of `type` (values of either sign and a wide range of magnitudes).
+std::vector<uint8_t> random_float_rows(DType type, int64_t n_out, int64_t n_in,
+                                       std::mt19937& rng) {
+  const size_t row = static_cast<size_t>(row_bytes(type, n_in).value());
+  std::vector<uint8_t> bytes(row * static_cast<size_t>(n_out));
+  const auto values = random_activations(n_out, n_in, rng);
+  for (int64_t o = 0; o < n_out; ++o)
+    quantize_row(type, values.data() + o * n_in, bytes.data() + o * row, n_in);
+  return bytes;
+}
+
+// The float layout against the rows: column i of group g is the 16 rows' element i, in the
+// type's own bytes (the last group repeating its last row).
+TEST(WeightPack, FloatX16Layout) {
+  std::mt19937 rng(6);
+  const int64_t n_out = 19, n_in = 5;
+  for (DType type : {DType::F32, DType::F16, DType::BF16}) {
+    const size_t element = type == DType::F32 ? 4 : 2;
+    const auto w = random_float_rows(type, n_out, n_in, rng);
+    WeightView packed;
+    const AlignedBytes storage = pack(WeightView{type, w.data(), n_in, n_out}, packed);
+    EXPECT_EQ(packed.layout, WeightLayout::FLOAT_X16);
+    const auto* p = static_cast<const uint8_t*>(packed.data);
+    for (int64_t g = 0; g < 2; ++g) {
+      for (int64_t i = 0; i < n_in; ++i) {
+        for (int64_t r = 0; r < 16; ++r) {
+          const int64_t row = std::min(g * 16 + r, n_out - 1);
+          EXPECT_EQ(std::memcmp(p + ((g * n_in + i) * 16 + r) * element,
+                                w.data() + (row * n_in + i) * element, element),
+                    0)
+              << dtype_name(type) << " g=" << g << " i=" << i << " r=" << r;
+        }
+      }
+    }
+  }
+}
+
+// Float weights: every tile of the packed kernel (2 groups x 12 tokens and what is left of
+// either) and of the rows kernel (tails of n_in past a multiple of 16) give the same bits.
+TEST(WeightPack, PackedFloatMatchesRowsExactly) {
+  if (!kernel_isa_supported(KernelIsa::AVX512)) GTEST_SKIP() << "no AVX-512 VNNI";
+  struct Shape {
+    int64_t n_out, n_in;
+  };
+  const Shape shapes[] = {{16, 16}, {5, 3}, {37, 40}, {64, 64}, {49, 77}, {96, 384}};
+  std::mt19937 rng(78);
+  for (DType type : {DType::F32, DType::F16, DType::BF16}) {
+    for (const Shape& s : shapes) {
+      const auto w = random_float_rows(type, s.n_out, s.n_in, rng);
+      const WeightView rows{type, w.data(), s.n_in, s.n_out};
+      WeightView packed;
+      const AlignedBytes storage = pack(rows, packed);
+      for (int64_t n_tokens : {1, 2, 11, 12, 13, 25, 70}) {
+        const auto x = random_activations(n_tokens, s.n_in, rng);
+        const auto want = run(rows, x.data(), n_tokens, 1);
+        for (int n_threads : {1, 2, 3}) {
+          SCOPED_TRACE(::testing::Message()
+                       << dtype_name(type) << " n_out=" << s.n_out << " n_in=" << s.n_in
+                       << " n_tokens=" << n_tokens << " threads=" << n_threads);
+          expect_bits_equal(run(packed, x.data(), n_tokens, n_threads), want, "packed vs rows");
+        }
       }
     }
   }

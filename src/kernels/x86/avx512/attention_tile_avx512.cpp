@@ -20,6 +20,7 @@
 
 #include "kernels/x86/avx512/attention_avx512.h"
 #include "kernels/x86/avx512/attention_avx512_util.h"
+#include "kernels/x86/avx512/avx512_util.h"
 
 namespace trellis::kernels_detail {
 namespace {
@@ -34,33 +35,9 @@ constexpr int64_t kScoreStride = kAttentionSplitPositions + 2 * kScoreRoom;
 // The 16 x 16 floats at `rows` (rows `stride` floats apart) transposed into `cols` (column e of
 // the block at cols + 16 e).
 inline void transpose16(const float* rows, int64_t stride, float* cols) {
-  __m512 r[16], t[16];
+  __m512 r[16];
   for (int e = 0; e < 16; ++e) r[e] = _mm512_loadu_ps(rows + e * stride);
-  // Per 128-bit chunk: pairs of rows interleaved, then quadruples: u[4g + k] holds, in chunk c,
-  // element 4c + k of rows 4g .. 4g + 3.
-  for (int e = 0; e < 16; e += 2) {
-    t[e] = _mm512_unpacklo_ps(r[e], r[e + 1]);
-    t[e + 1] = _mm512_unpackhi_ps(r[e], r[e + 1]);
-  }
-  for (int g = 0; g < 16; g += 4) {
-    const __m512d a = _mm512_castps_pd(t[g]), b = _mm512_castps_pd(t[g + 1]);
-    const __m512d c = _mm512_castps_pd(t[g + 2]), d = _mm512_castps_pd(t[g + 3]);
-    r[g] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
-    r[g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-    r[g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
-    r[g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
-  }
-  // Column 4c + k gathers chunk c of r[k], r[4 + k], r[8 + k], r[12 + k].
-  for (int k = 0; k < 4; ++k) {
-    const __m512 v02 = _mm512_shuffle_f32x4(r[k], r[4 + k], 0x88);
-    const __m512 v13 = _mm512_shuffle_f32x4(r[k], r[4 + k], 0xdd);
-    const __m512 w02 = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0x88);
-    const __m512 w13 = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0xdd);
-    _mm512_storeu_ps(cols + 16 * k, _mm512_shuffle_f32x4(v02, w02, 0x88));
-    _mm512_storeu_ps(cols + 16 * (8 + k), _mm512_shuffle_f32x4(v02, w02, 0xdd));
-    _mm512_storeu_ps(cols + 16 * (4 + k), _mm512_shuffle_f32x4(v13, w13, 0x88));
-    _mm512_storeu_ps(cols + 16 * (12 + k), _mm512_shuffle_f32x4(v13, w13, 0xdd));
-  }
+  avx512::transpose16x16(r, cols);
 }
 
 // The keys (or values) of positions [c, c + 16) of one kv head as f32 rows, head_dim floats

@@ -1,6 +1,6 @@
 // The AVX512 kernel table: the AVX2 table with the AVX-512 kernels in place (the float types, the
-// 32-element signed block types, Q4_K, Q6_K and attention), and the kernel of its packed Q4_0
-// layout.
+// 32-element signed block types, Q4_K, Q6_K and attention), and the kernels of its packed
+// layouts (float weights, Q4_0).
 #include "kernels/x86/avx512/kernels_avx512.h"
 
 #include "kernels/x86/avx512/attention_avx512.h"
@@ -20,10 +20,18 @@ constexpr TypeKernel kOwnKernels[] = {
     {DType::Q4_K, avx512::matmul_q4_k}, {DType::Q6_K, avx512::matmul_q6_k},
 };
 
+// The kernels of its packed layouts (kernels/weight_pack.h), by weight type.
+constexpr TypeKernel kPackedKernels[] = {
+    {DType::F32, avx512::matmul_f32_x16},
+    {DType::F16, avx512::matmul_f16_x16},
+    {DType::BF16, avx512::matmul_bf16_x16},
+    {DType::Q4_0, avx512::matmul_q4_0_x16},
+};
+
 constexpr KernelTable make_table() {
   KernelTable t = make_avx2_table();
   t.matmul = with_kernels(t.matmul, kOwnKernels);
-  t.q4_0_x16 = avx512::matmul_q4_0_x16;
+  t.packed = row_kernels(kPackedKernels);
   t.attend_head = attend_head_avx512;
   t.attend_group = attend_group_avx512;
   t.attend_tile = attend_tile_avx512;
