@@ -28,18 +28,6 @@ Status bind_optional_vector(const GgufFile& file, const std::string& name, int64
   return {};
 }
 
-// The dot product of n values in eight interleaved partial sums (vectorizable, fixed order).
-float dot(const float* a, const float* b, int64_t n) {
-  float partial[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int j = 0; j < 8; ++j) partial[j] += a[i + j] * b[i + j];
-  }
-  for (int j = 0; i < n; ++i, ++j) partial[j] += a[i] * b[i];
-  return ((partial[0] + partial[4]) + (partial[2] + partial[6])) +
-         ((partial[1] + partial[5]) + (partial[3] + partial[7]));
-}
-
 }  // namespace
 
 EncoderWorkspace::EncoderWorkspace(const EncoderHParams& hp, int32_t max_rows, int n_threads)
@@ -56,9 +44,10 @@ EncoderWorkspace::EncoderWorkspace(const EncoderHParams& hp, int32_t max_rows, i
   up.resize(rows * n_ff);
   if (hp.family->gated_ffn) gate.resize(rows * n_ff);
   qkv.resize(rows * 3 * n_embd);  // files may fuse the projections in any family
-  scores.assign(
-      static_cast<size_t>(std::max(n_threads, 1)),
-      std::vector<float>(static_cast<size_t>(std::min<int64_t>(max_rows, hp.n_ctx_train))));
+  for (int t = 0; t < std::max(n_threads, 1); ++t) {
+    attention.push_back(std::make_unique<EncoderAttentionScratch>(
+        std::min<int64_t>(max_rows, hp.n_ctx_train), hp.head_dim()));
+  }
   head.resize(n_embd);
 }
 
@@ -273,32 +262,15 @@ void EncoderModel::attention(const Layer& layer, std::span<const Span> spans, En
     });
   }
 
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  pool.parallel_chunks(n_rows, 1, [&](int thread, int64_t begin, int64_t end) {
-    float* scores = ws.scores[static_cast<size_t>(thread)].data();
-    for (int64_t r = begin; r < end; ++r) {
-      const Span span = spans[row_span[r]];
-      for (int64_t h = 0; h < n_head; ++h) {
-        const float* q = ws.q.data() + r * n_embd + h * head_dim;
-        float max_score = -INFINITY;
-        for (int32_t j = span.begin; j < span.end; ++j) {
-          const float s = dot(q, ws.k.data() + j * n_embd + h * head_dim, head_dim) * scale;
-          scores[j - span.begin] = s;
-          max_score = std::max(max_score, s);
-        }
-        float sum = 0.0f;
-        for (int32_t j = 0; j < span.end - span.begin; ++j) {
-          scores[j] = std::exp(scores[j] - max_score);
-          sum += scores[j];
-        }
-        float* o = ws.attn.data() + r * n_embd + h * head_dim;
-        std::fill(o, o + head_dim, 0.0f);
-        for (int32_t j = span.begin; j < span.end; ++j) {
-          const float p = scores[j - span.begin] / sum;
-          const float* v = ws.v.data() + j * n_embd + h * head_dim;
-          for (int64_t d = 0; d < head_dim; ++d) o[d] += p * v[d];
-        }
-      }
+  const EncoderAttentionInput input{ws.q.data(),   ws.k.data(), ws.v.data(),
+                                    ws.attn.data(), n_embd,      head_dim,
+                                    1.0f / std::sqrt(static_cast<float>(head_dim))};
+  const auto n_items = static_cast<int64_t>(spans.size()) * n_head;
+  pool.parallel_chunks(n_items, 1, [&](int thread, int64_t begin, int64_t end) {
+    EncoderAttentionScratch& scratch = *ws.attention[static_cast<size_t>(thread)];
+    for (int64_t item = begin; item < end; ++item) {
+      const Span span = spans[static_cast<size_t>(item / n_head)];
+      encoder_attend_head(input, span.begin, span.end, item % n_head, scratch);
     }
   });
   matmul(layer.wo, ws.attn.data(), n_rows, ws.proj.data(), pool, ws.matmul_scratch);

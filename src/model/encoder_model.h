@@ -29,6 +29,7 @@
 #include "gguf/gguf_file.h"
 #include "kernels/matmul.h"
 #include "kernels/weight_pack.h"
+#include "model/encoder_attention.h"
 #include "model/encoder_hparams.h"
 
 namespace trellis {
@@ -46,7 +47,7 @@ class EncoderWorkspace {
   std::vector<float> proj;                 // [rows][n_embd] output of Wo / Wdown
   std::vector<float> up;                   // [rows][n_ff]
   std::vector<float> gate;                 // [rows][n_ff] (gated FFNs)
-  std::vector<std::vector<float>> scores;  // per thread: one row's attention weights
+  std::vector<std::unique_ptr<EncoderAttentionScratch>> attention;  // per thread
   std::vector<float> head;                 // [n_embd] after the reranker's dense layer
   MatmulScratch matmul_scratch;
 
