@@ -2,11 +2,14 @@
 #include <cstdio>
 #include <string>
 
+#include "base/thread_pool.h"
 #include "commands.h"
 #include "gguf/gguf_file.h"
 #include "model/architecture.h"
 #include "model/encoder_synth.h"
 #include "model/model_presets.h"
+#include "model/quant_mix.h"
+#include "model/quantize_model.h"
 #include "model/synth_family.h"
 #include "model/synth_model.h"
 #include "model_summary.h"
@@ -141,8 +144,11 @@ int run_synth(const SynthArgs& args) {
     }
     preset->hparams.n_layer = args.layers;
   }
-  const std::optional<QuantMix> mix = parse_quant_mix(args.type);
-  std::optional<DType> type = mix ? quant_mix_base(*mix) : dtype_from_name(args.type);
+  // A single type's name means that type for every matrix (q4_0, q6_K, ...); the mixes are the
+  // names of none (q4_k_m, ...).
+  std::optional<DType> type = dtype_from_name(args.type);
+  const std::optional<QuantMix> mix = type ? std::nullopt : parse_quant_mix(args.type);
+  if (mix) type = quant_mix_base(*mix);
   if (!type || !is_synth_type(*type)) {
     std::fprintf(stderr, "error: unsupported type '%s' (%s, %s)\n", args.type.c_str(),
                  quant_type_names().c_str(), std::string(kQuantMixNames).c_str());
@@ -158,6 +164,41 @@ int run_synth(const SynthArgs& args) {
     return 1;
   }
   std::fprintf(stderr, "wrote %s\n", args.output.c_str());
+  return 0;
+}
+
+struct QuantizeArgs {
+  std::string input;
+  std::string output;
+  std::string type;
+  int threads = 0;
+};
+
+double mib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+
+int run_quantize(const QuantizeArgs& args) {
+  const std::optional<QuantMix> mix = parse_quant_mix(args.type);
+  if (!mix || *mix == QuantMix::MXFP4_MOE) {
+    std::fprintf(stderr, "error: unsupported file type '%s' (%s)\n", args.type.c_str(),
+                 std::string(kQuantizeTypeNames).c_str());
+    return 1;
+  }
+  ThreadPool pool(args.threads > 0 ? args.threads : ThreadPool::default_thread_count());
+  int64_t index = 0;
+  auto report = [&index](const QuantizedTensor& t) {
+    std::fprintf(stderr, "[%4lld] %-40s %6s -> %-6s %10.2f MiB -> %10.2f MiB\n",
+                 static_cast<long long>(++index), t.name.c_str(), dtype_name(t.from).data(),
+                 dtype_name(t.to).data(), mib(t.bytes_in), mib(t.bytes_out));
+  };
+  Result<QuantizeTotals> totals = quantize_model(args.input, args.output, *mix, pool, report);
+  if (!totals.ok()) {
+    std::fprintf(stderr, "error: %s\n", totals.error().message.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "wrote %s: %lld of %lld tensors quantized, %.2f MiB -> %.2f MiB\n",
+               args.output.c_str(), static_cast<long long>(totals->n_quantized),
+               static_cast<long long>(totals->n_tensors), mib(totals->bytes_in),
+               mib(totals->bytes_out));
   return 0;
 }
 
@@ -210,6 +251,19 @@ void add_model_commands(CLI::App& app, int& exit_code) {
   synth->add_option("-o,--output", args->output, "Output GGUF path")->required();
   synth->add_option("-t,--threads", args->threads, "Threads (default: all cores)");
   synth->callback([&exit_code, args] { exit_code = run_synth(*args); });
+
+  CLI::App* quantize = model->add_subcommand(
+      "quantize",
+      "Rewrite a GGUF of F32, F16 or BF16 weights as one of llama.cpp's file types (the same "
+      "types per matrix and the same bytes as llama-quantize without an importance matrix)");
+  auto qargs = std::make_shared<QuantizeArgs>();
+  quantize->add_option("input", qargs->input, "Input GGUF (F32, F16 or BF16 weights)")
+      ->required();
+  quantize->add_option("output", qargs->output, "Output GGUF path")->required();
+  quantize->add_option("type", qargs->type, "File type: " + std::string(kQuantizeTypeNames))
+      ->required();
+  quantize->add_option("-t,--threads", qargs->threads, "Threads (default: all cores)");
+  quantize->callback([&exit_code, qargs] { exit_code = run_quantize(*qargs); });
 }
 
 }  // namespace trellis::cli

@@ -22,13 +22,20 @@ std::optional<int64_t> layer_of(std::string_view name) {
   return layer;
 }
 
-// The type llama.cpp uses instead when rows cannot hold 256-value K blocks.
-DType fallback(DType type) {
+// The type llama.cpp uses instead when rows cannot hold 256-value K blocks; F16 when they cannot
+// hold that one's 32-value blocks either.
+DType fallback(DType type, int64_t row_length) {
+  if (row_length % 256 == 0 && type != DType::Q4_0 && type != DType::Q8_0) return type;
+  if (row_length % 32 != 0) return DType::F16;
   switch (type) {
+    case DType::Q3_K:
+      return DType::Q4_0;
     case DType::Q4_K:
       return DType::Q5_0;
     case DType::Q5_K:
       return DType::Q5_1;
+    case DType::Q4_0:
+      return DType::Q4_0;
     default:
       return DType::Q8_0;
   }
@@ -39,6 +46,10 @@ DType fallback(DType type) {
 std::optional<QuantMix> parse_quant_mix(std::string_view name) {
   std::string lower(name);
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "q4_0") return QuantMix::Q4_0;
+  if (lower == "q8_0") return QuantMix::Q8_0;
+  if (lower == "q6_k") return QuantMix::Q6_K;
+  if (lower == "q3_k_m") return QuantMix::Q3_K_M;
   if (lower == "q4_k_m") return QuantMix::Q4_K_M;
   if (lower == "q5_k_m") return QuantMix::Q5_K_M;
   if (lower == "mxfp4_moe") return QuantMix::MXFP4_MOE;
@@ -47,6 +58,14 @@ std::optional<QuantMix> parse_quant_mix(std::string_view name) {
 
 DType quant_mix_base(QuantMix mix) {
   switch (mix) {
+    case QuantMix::Q4_0:
+      return DType::Q4_0;
+    case QuantMix::Q8_0:
+      return DType::Q8_0;
+    case QuantMix::Q6_K:
+      return DType::Q6_K;
+    case QuantMix::Q3_K_M:
+      return DType::Q3_K;
     case QuantMix::Q4_K_M:
       return DType::Q4_K;
     case QuantMix::Q5_K_M:
@@ -59,6 +78,14 @@ DType quant_mix_base(QuantMix mix) {
 
 uint32_t quant_mix_file_type(QuantMix mix) {
   switch (mix) {
+    case QuantMix::Q4_0:
+      return 2;
+    case QuantMix::Q8_0:
+      return 7;
+    case QuantMix::Q6_K:
+      return 18;
+    case QuantMix::Q3_K_M:
+      return 12;
     case QuantMix::Q4_K_M:
       return 15;
     case QuantMix::Q5_K_M:
@@ -67,6 +94,12 @@ uint32_t quant_mix_file_type(QuantMix mix) {
       return 38;
   }
   return 15;
+}
+
+bool quant_mix_quantizes(std::string_view name, int n_dims) {
+  return n_dims >= 2 && name.ends_with("weight") && !name.ends_with("_norm.weight") &&
+         name.find("ffn_gate_inp.weight") == std::string_view::npos &&
+         name != "position_embd.weight" && name != "token_types.weight";
 }
 
 DType quant_mix_type(QuantMix mix, std::string_view name, int64_t row_length, int64_t n_layer,
@@ -79,11 +112,33 @@ DType quant_mix_type(QuantMix mix, std::string_view name, int64_t row_length, in
   DType type = quant_mix_base(mix);
   const bool is_output = name == "output.weight" || (tied_output && name == "token_embd.weight");
   const std::optional<int64_t> layer = layer_of(name);
+  const bool values = name.ends_with(".attn_v.weight") || name.ends_with(".attn_qkv.weight");
   // ffn_down covers the experts' (ffn_down_exps) and a shared expert's (ffn_down_shexp) too.
-  const bool sensitive = name.ends_with(".attn_v.weight") || name.ends_with(".attn_qkv.weight") ||
-                         name.find(".ffn_down") != std::string_view::npos;
-  if (is_output || (layer && sensitive && use_more_bits(*layer, n_layer))) type = DType::Q6_K;
-  return row_length % 256 == 0 ? type : fallback(type);
+  const bool down = name.find(".ffn_down") != std::string_view::npos;
+  switch (mix) {
+    case QuantMix::Q8_0:
+      break;
+    case QuantMix::Q4_0:
+    case QuantMix::Q6_K:
+      if (is_output) type = DType::Q6_K;
+      break;
+    case QuantMix::Q3_K_M:
+      if (is_output) {
+        type = DType::Q6_K;
+      } else if (layer && values) {
+        type = *layer < 2 ? DType::Q5_K : DType::Q4_K;
+      } else if (layer && down) {
+        type = *layer < n_layer / 16 ? DType::Q5_K : DType::Q4_K;
+      } else if (name.ends_with(".attn_output.weight")) {
+        type = DType::Q4_K;
+      }
+      break;
+    default:  // Q4_K_M, Q5_K_M
+      if (is_output || (layer && (values || down) && use_more_bits(*layer, n_layer)))
+        type = DType::Q6_K;
+      break;
+  }
+  return fallback(type, row_length);
 }
 
 }  // namespace trellis

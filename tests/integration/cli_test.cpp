@@ -98,6 +98,27 @@ TEST(CliCompletion, OffersSubcommandsAndOptionsFromHelp) {
 
 // `trellis embed` on synthesized encoders: one line of unit-length floats per text, a reranker's
 // documents by score, and what does not fit refused with a message.
+// model quantize: a file of F32 weights to a llama.cpp file type, which then runs; a type it does
+// not write, and an input already quantized, are refused by name.
+TEST(CliQuantize, QuantizesAndRefuses) {
+  const std::string dir = testing::temp_dir();
+  ASSERT_EQ(run_cli("model synth --preset tiny --type f32 -o " + dir + "/f.gguf").exit_code, 0);
+  const CommandResult done = run_cli("model quantize " + dir + "/f.gguf " + dir + "/q.gguf Q4_K_M");
+  ASSERT_EQ(done.exit_code, 0) << done.output;
+  EXPECT_NE(done.output.find("output.weight"), std::string::npos) << done.output;
+  EXPECT_NE(done.output.find("30 of 39 tensors quantized"), std::string::npos) << done.output;
+  EXPECT_EQ(run_cli("generate -m " + dir + "/q.gguf -p hello -n 4 --temp 0").exit_code, 0);
+  const CommandResult bad_type = run_cli("model quantize " + dir + "/f.gguf " + dir + "/x.gguf q2_k");
+  EXPECT_NE(bad_type.exit_code, 0);
+  EXPECT_NE(bad_type.output.find("unsupported file type 'q2_k'"), std::string::npos)
+      << bad_type.output;
+  const CommandResult twice = run_cli("model quantize " + dir + "/q.gguf " + dir + "/x.gguf q8_0");
+  EXPECT_NE(twice.exit_code, 0);
+  EXPECT_NE(twice.output.find("' is already q5_0; quantize from a file of F32"),
+            std::string::npos)
+      << twice.output;
+}
+
 TEST(CliEmbed, EmbedsTextsAndRanksDocuments) {
   const std::string dir = testing::temp_dir();
   ASSERT_EQ(
