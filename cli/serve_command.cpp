@@ -22,6 +22,7 @@ namespace {
 struct ServeArgs {
   EngineOptions engine;
   HttpFrontOptions front;
+  std::string config_file;  // expanded before the parse (cli/config_file.h)
   std::string chat_template;
   std::string model_name;
   std::string json_whitespace = "compact";
@@ -176,6 +177,11 @@ int run_serve(ServeArgs& args) {
 void add_serve_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("serve", "Serve the OpenAI-compatible HTTP API");
   auto args = std::make_shared<ServeArgs>();
+  // Read before the parse (cli/config_file.h); here for --help and completion.
+  cmd->add_option("--config", args->config_file,
+                  "Read flags from this file: one 'name = value' line per flag, its long name "
+                  "(port = 8080, kv-mem = 2GiB, quiet = true); the command line's win. "
+                  "The service reads /etc/trellis/serve.conf");
   args->engine.add_to(*cmd, /*model_required=*/false);
   args->engine.add_pipeline_options(*cmd);
   args->engine.add_scheduler_options(*cmd);

@@ -98,6 +98,36 @@ TEST(CliCompletion, OffersSubcommandsAndOptionsFromHelp) {
 
 // `trellis embed` on synthesized encoders: one line of unit-length floats per text, a reranker's
 // documents by score, and what does not fit refused with a message.
+// serve --config FILE: its lines become flags (the model named there is the one served), the
+// command line's flags win, and a name that is no flag or a line that is no `name = value` is
+// refused by name.
+TEST(CliServeConfig, ReadsFlagsFromTheFile) {
+  const std::string dir = testing::temp_dir();
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name) << text;
+    return dir + "/" + name;
+  };
+  const std::string conf = write("serve.conf",
+                                 "# the service's flags\nhost = \"127.0.0.1\"\nport = 0\n"
+                                 "model = " + dir + "/from-config.gguf\nquiet = true\nswa-full = false\n");
+  const CommandResult from_file = run_cli("serve --config " + conf);
+  EXPECT_NE(from_file.exit_code, 0);
+  EXPECT_NE(from_file.output.find("from-config.gguf"), std::string::npos) << from_file.output;
+  const CommandResult overridden =
+      run_cli("serve --config=" + conf + " -m " + dir + "/from-command-line.gguf");
+  EXPECT_NE(overridden.output.find("from-command-line.gguf"), std::string::npos)
+      << overridden.output;
+  EXPECT_EQ(overridden.output.find("from-config.gguf"), std::string::npos) << overridden.output;
+  const CommandResult unknown = run_cli("serve --config " + write("bad.conf", "bogus-flag = 3\n"));
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_NE(unknown.output.find("--bogus-flag"), std::string::npos) << unknown.output;
+  const CommandResult malformed =
+      run_cli("serve --config " + write("worse.conf", "port = 1\njust words\n"));
+  EXPECT_NE(malformed.exit_code, 0);
+  EXPECT_NE(malformed.output.find("worse.conf:2: expected 'name = value'"), std::string::npos)
+      << malformed.output;
+}
+
 // model quantize: a file of F32 weights to a llama.cpp file type, which then runs; a type it does
 // not write, and an input already quantized, are refused by name.
 TEST(CliQuantize, QuantizesAndRefuses) {
