@@ -4,6 +4,9 @@
 #               short `bench phi` that measures what the prefix cache saves
 #   make serve  the same set-up, then the OpenAI-compatible server on the default model (it
 #               prints the address of its chat page: http://127.0.0.1:8080/)
+#   make deb    build the Debian package build-deb/trellis_VERSION_ARCH.deb (the binary, a systemd
+#               unit for `trellis serve` reading /etc/trellis/serve.conf, the trellis user);
+#               scripts/deb-check.sh installs, runs and removes it
 #   make test   install everything, build everything with -Werror, run every test, then again under
 #               AddressSanitizer + UndefinedBehaviorSanitizer, the concurrent parts under
 #               ThreadSanitizer, the NEON kernels cross-built for AArch64 and run under qemu,
@@ -24,7 +27,7 @@ FUZZ_SECONDS ?= 60
 # repetitions of each.
 SANITIZER_TEST_SCALE ?= 0.25
 
-.PHONY: run demo serve test run-deps deps cli build unit-test asan-test tsan-test arm-check fuzz \
+.PHONY: run demo serve test run-deps deps cli build deb unit-test asan-test tsan-test arm-check fuzz \
   clean
 
 # `make run MODEL=path/to/model.gguf` runs the main job on a real model instead.
@@ -60,6 +63,14 @@ cli:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DTRELLIS_WERROR=ON \
 	  -DTRELLIS_BUILD_TESTS=OFF -DTRELLIS_BUILD_BENCH=OFF
 	cmake --build $(BUILD) -j$(JOBS) --target trellis_cli
+
+DEB_BUILD ?= build-deb
+deb:
+	@scripts/install-deps.sh deb
+	cmake -S . -B $(DEB_BUILD) -DCMAKE_BUILD_TYPE=Release -DTRELLIS_WERROR=ON \
+	  -DTRELLIS_BUILD_TESTS=OFF -DTRELLIS_BUILD_BENCH=OFF
+	cmake --build $(DEB_BUILD) -j$(JOBS) --target trellis_cli
+	cd $(DEB_BUILD) && cpack -G DEB
 
 build:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DTRELLIS_WERROR=ON \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Trellis needs, when they are missing.
-# Usage: scripts/install-deps.sh [run|all]
+# Usage: scripts/install-deps.sh [run|deb|all]
 #   run  what building and running the `trellis` binary needs (scripts/run.sh: the first run)
+#   deb  that, plus what building its Debian package needs (`make deb`)
 #   all  that, plus what the tests, sanitizers, cross builds, fuzzing and plots need (the default;
 #        scripts/test.sh)
 # Safe to run repeatedly: it calls apt-get only if something is absent.
@@ -9,9 +10,9 @@ set -euo pipefail
 
 set_name="${1:-all}"
 case "$set_name" in
-  run | all) ;;
+  run | deb | all) ;;
   *)
-    echo "usage: $0 [run|all]" >&2
+    echo "usage: $0 [run|deb|all]" >&2
     exit 2
     ;;
 esac
@@ -36,8 +37,11 @@ test_packages=(
   g++-aarch64-linux-gnu qemu-user-static  # the NEON kernels, cross-built and run under qemu
   gnuplot-nox  # PNG plots of `trellis bench` (optional: without it the benches only warn)
 )
+# The Debian package: dpkg-shlibdeps (and the `file` it runs) find the libraries it depends on.
+deb_packages=(dpkg-dev file)
 packages=("${run_packages[@]}")
-[ "$set_name" = all ] && packages+=("${test_packages[@]}")
+[ "$set_name" = all ] && packages+=("${test_packages[@]}" "${deb_packages[@]}")
+[ "$set_name" = deb ] && packages+=("${deb_packages[@]}")
 
 # Tools that may come from elsewhere (a NodeSource nodejs bundles npm and conflicts with Debian's
 # npm package): present when their command is.
