@@ -12,7 +12,8 @@ fail() {
   exit 1
 }
 
-command -v curl >/dev/null || { apt-get update && apt-get install -y curl; }
+scripts/install-deps.sh deb  # make, the compiler, dpkg-dev: what `make deb` needs
+command -v curl >/dev/null || apt-get install -y curl
 make deb
 deb=$(ls build-deb/trellis_*.deb | head -n 1)
 echo "== installing $deb"
