@@ -39,7 +39,8 @@ Result<std::vector<std::string>> read_flags(const std::string& path,
                                             const std::set<std::string>& given) {
   std::ifstream in(path);
   if (!in) return Error{"cannot read the config file " + path};
-  std::vector<std::string> flags;
+  // (name, value) in the order of first appearance; a later line of the same name wins.
+  std::vector<std::pair<std::string, std::string>> values;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     line = trim(line);
@@ -50,7 +51,17 @@ Result<std::vector<std::string>> read_flags(const std::string& path,
       return Error{path + ":" + std::to_string(number) + ": expected 'name = value', got '" +
                    line + "'"};
     }
-    const std::string value = unquote(trim(line.substr(equals + 1)));
+    std::string value = unquote(trim(line.substr(equals + 1)));
+    const auto same = std::find_if(values.begin(), values.end(),
+                                   [&](const auto& entry) { return entry.first == name; });
+    if (same != values.end()) {
+      same->second = std::move(value);
+    } else {
+      values.emplace_back(name, std::move(value));
+    }
+  }
+  std::vector<std::string> flags;
+  for (const auto& [name, value] : values) {
     if (given.contains(name) || value == "false") continue;
     flags.push_back("--" + name);
     if (value != "true") flags.push_back(value);

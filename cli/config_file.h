@@ -1,9 +1,10 @@
 // `trellis serve --config FILE`: flags read from a file, as the service's
 // /etc/trellis/serve.conf holds them. One flag per line, `name = value` with the flag's long name
 // (no dashes; a value may be quoted), `name = true` for a flag without a value (`false` leaves it
-// out), `#` comments and blank lines. The lines become command-line flags in place of
-// `--config FILE`; a flag also given on the command line keeps that value, and a name that is no
-// flag of the command is refused by the parser like a mistyped flag.
+// out), `#` comments and blank lines; of two lines of one name the later wins. The lines become
+// command-line flags in place of `--config FILE`; a flag also given on the command line keeps
+// that value, and a name that is no flag of the command is refused by the parser like a
+// mistyped flag.
 #pragma once
 
 #include <map>

@@ -98,8 +98,8 @@ TEST(CliCompletion, OffersSubcommandsAndOptionsFromHelp) {
 
 // `trellis embed` on synthesized encoders: one line of unit-length floats per text, a reranker's
 // documents by score, and what does not fit refused with a message.
-// serve --config FILE: its lines become flags (the model named there is the one served), the
-// command line's flags win, and a name that is no flag or a line that is no `name = value` is
+// serve --config FILE: its lines become flags (the model named there is the one served; the
+// later of two lines of one name), the command line's flags win, and a name that is no flag or a line that is no `name = value` is
 // refused by name.
 TEST(CliServeConfig, ReadsFlagsFromTheFile) {
   const std::string dir = testing::temp_dir();
@@ -109,10 +109,12 @@ TEST(CliServeConfig, ReadsFlagsFromTheFile) {
   };
   const std::string conf = write("serve.conf",
                                  "# the service's flags\nhost = \"127.0.0.1\"\nport = 0\n"
-                                 "model = " + dir + "/from-config.gguf\nquiet = true\nswa-full = false\n");
+                                 "model = " + dir + "/overridden.gguf\nquiet = true\nswa-full = false\n"
+                                 "model = " + dir + "/from-config.gguf\n");
   const CommandResult from_file = run_cli("serve --config " + conf);
   EXPECT_NE(from_file.exit_code, 0);
   EXPECT_NE(from_file.output.find("from-config.gguf"), std::string::npos) << from_file.output;
+  EXPECT_EQ(from_file.output.find("overridden.gguf"), std::string::npos) << from_file.output;
   const CommandResult overridden =
       run_cli("serve --config=" + conf + " -m " + dir + "/from-command-line.gguf");
   EXPECT_NE(overridden.output.find("from-command-line.gguf"), std::string::npos)
