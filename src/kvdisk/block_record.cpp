@@ -112,6 +112,14 @@ Result<BlockRecord> decode_record_parts(std::span<const uint8_t> head, std::span
   }
   Result<RecordHeader> header = decode_record_header(head, geometry);
   if (!header.ok()) return header.error();
+  // The slots past the record's tokens are written as zeros: anything else is not a record this
+  // format writes (and would not come back the same from encode_block_record).
+  for (int32_t i = header->n_tokens; i < geometry.block_size; ++i) {
+    if (get_u32(head.data() + geometry.tokens_offset() + 4 * static_cast<size_t>(i)) != 0) {
+      return Error{"token slot " + std::to_string(i) + " past the record's " +
+                   std::to_string(header->n_tokens) + " tokens is not zero (corrupt record)"};
+    }
+  }
   Checksum256Builder checksum;
   checksum.update(head);
   checksum.update(kv);

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/checksum256.h"
 #include "base/sha256.h"
 #include "test_support.h"
 
@@ -326,6 +327,19 @@ TEST(BlockRecordTest, APartialRecordRoundTripsAndATokenCountOutOfRangeIsRejected
     ASSERT_FALSE(decoded.ok()) << n;
     EXPECT_NE(decoded.error().message.find("tokens"), std::string::npos) << decoded.error().message;
   }
+  // A token in a slot past the count, under a checksum that matches (as a fuzzer forges it): not a
+  // record this format writes, so refused rather than read as one it would write differently.
+  std::vector<uint8_t> padded = bytes;
+  padded[g.tokens_offset() + 4 * 3] = 7;
+  Checksum256Builder checksum;
+  checksum.update(std::span<const uint8_t>(padded).first(padded.size() - 32));
+  const Checksum256 sum = checksum.finish();
+  std::copy(sum.begin(), sum.end(), padded.end() - 32);
+  Result<BlockRecord> forged = decode_block_record(padded, g);
+  ASSERT_FALSE(forged.ok());
+  EXPECT_NE(forged.error().message.find("token slot 3 past the record's 3 tokens is not zero"),
+            std::string::npos)
+      << forged.error().message;
 }
 
 TEST(DiskTierTest, NamespacesNeverReadEachOthersBlocksAcrossRestarts) {
