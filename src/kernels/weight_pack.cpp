@@ -38,10 +38,6 @@ void pack_q4_0_x16(const WeightView& w, uint8_t* dst) {
   }
 }
 
-bool is_float_type(DType type) {
-  return type == DType::F32 || type == DType::F16 || type == DType::BF16;
-}
-
 size_t float_element_bytes(DType type) {
   return type == DType::F32 ? 4 : 2;
 }
@@ -68,7 +64,7 @@ void pack_float_x16(const WeightView& w, uint8_t* dst) {
 }
 
 size_t unpadded_packed_bytes(const WeightView& w) {
-  if (is_float_type(w.type)) {
+  if (is_float_dtype(w.type)) {
     return static_cast<size_t>(float_x16_groups(w) * w.n_in * kFloatX16Rows) *
            float_element_bytes(w.type);
   }
@@ -90,7 +86,7 @@ PackedBytes allocate_packed_bytes(size_t bytes) {
 bool weight_packable(KernelIsa isa, const WeightView& w) {
   if (isa != KernelIsa::AVX512 || w.layout != WeightLayout::ROWS || w.n_in <= 0 || w.n_out <= 0)
     return false;
-  return is_float_type(w.type) || (w.type == DType::Q4_0 && w.n_in % 32 == 0);
+  return is_float_dtype(w.type) || (w.type == DType::Q4_0 && w.n_in % 32 == 0);
 }
 
 size_t packed_weight_bytes(const WeightView& w) {
@@ -104,7 +100,7 @@ WeightView pack_weight(KernelIsa isa, const WeightView& w, uint8_t* dst) {
   (void)isa;
   WeightView packed = w;
   packed.data = dst;
-  if (is_float_type(w.type)) {
+  if (is_float_dtype(w.type)) {
     pack_float_x16(w, dst);
     packed.layout = WeightLayout::FLOAT_X16;
   } else {

@@ -16,8 +16,6 @@ namespace {
 // Rows quantized at a time (in parallel, then written in order): about this many output bytes.
 constexpr uint64_t kChunkBytes = uint64_t{4} << 20;
 
-bool is_float(DType type) { return type == DType::F32 || type == DType::F16 || type == DType::BF16; }
-
 // The output type of each input tensor.
 Result<std::vector<DType>> plan_types(const GgufFile& file, QuantMix mix) {
   Result<std::string> arch = file.get_string("general.architecture");
@@ -32,7 +30,7 @@ Result<std::vector<DType>> plan_types(const GgufFile& file, QuantMix mix) {
       continue;
     }
     const DType to = quant_mix_type(mix, t.name, t.shape[0], *n_layer, tied_output);
-    if (to != t.type && !is_float(t.type)) {
+    if (to != t.type && !is_float_dtype(t.type)) {
       return Error{file.name() + ": tensor '" + t.name + "' is already " +
                    std::string(dtype_name(t.type)) +
                    "; quantize from a file of F32, F16 or BF16 weights"};

@@ -110,6 +110,12 @@ std::string_view dtype_name(DType type);
 // Parses a name such as "q4_0" or "F16" (case-insensitive).
 std::optional<DType> dtype_from_name(std::string_view name);
 
+// F32, F16 or BF16: one value per element, no blocks (what quantizers take and matmul packs as
+// columns).
+constexpr bool is_float_dtype(DType type) {
+  return type == DType::F32 || type == DType::F16 || type == DType::BF16;
+}
+
 // Bytes of a row of `n_elems` values; nullopt when n_elems is not a multiple of the block size.
 std::optional<uint64_t> row_bytes(DType type, int64_t n_elems);
 
