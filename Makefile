@@ -20,7 +20,7 @@ TSAN_BUILD ?= build-tsan
 TSAN_TESTS ?= thread_pool_test engine_test engine_stress_test engine_alloc_test server_test \
   server_load_test server_hostile_test engine_pipeline_test router_test disk_tier_test \
   engine_disk_tier_test engine_loop_test engine_grammar_test engine_speculation_test \
-  server_embeddings_test
+  server_embeddings_test model_hub_test
 FUZZ_SECONDS ?= 60
 # The sanitizer runs repeat the stress tests' random rounds this fraction of the times
 # (TRELLIS_TEST_SCALE, read by tests/test_support.h's scaled_count): the same code paths, fewer

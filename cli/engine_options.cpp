@@ -16,8 +16,12 @@ namespace trellis::cli {
 
 namespace fs = std::filesystem;
 
-void EngineOptions::add_to(CLI::App& app, bool model_required) {
-  CLI::Option* m = app.add_option("-m,--model", model, "GGUF model file");
+void EngineOptions::add_to(CLI::App& app, bool model_required, std::vector<std::string>* models) {
+  CLI::Option* m =
+      models == nullptr
+          ? app.add_option("-m,--model", model, "GGUF model file")
+          : app.add_option("-m,--model", *models,
+                           "GGUF model file; repeat as -m NAME=FILE to serve several models");
   if (model_required) m->required();
   app.add_option("-t,--threads", threads, "Threads (default: all cores)");
   app.add_option("--ctx", n_ctx, "Context length in tokens (default: the model's)");

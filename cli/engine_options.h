@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/function_ref.h"
 #include "engine/engine.h"
@@ -41,8 +42,9 @@ struct EngineOptions {
   std::string cache_disk = "20GiB";
 
   // Registers -m, -t, --ctx, --block-size, --kv-type, --batch-tokens, --prefix-cache, --match,
-  // --spec, --kv-mem and --kv-tokens on `app`.
-  void add_to(CLI::App& app, bool model_required);
+  // --spec, --kv-mem and --kv-tokens on `app`. With `models`, -m may be repeated and fills it
+  // instead of `model` (the command decides what its values mean).
+  void add_to(CLI::App& app, bool model_required, std::vector<std::string>* models = nullptr);
   // Registers --pipeline, --layers-per-rank, --micro-batches and --pipeline-timeout (a command
   // that does calls join_pipeline before anything else).
   void add_pipeline_options(CLI::App& app);

@@ -1,7 +1,8 @@
 // `trellis serve`: the OpenAI-compatible HTTP server on the engine. It checks its options, listens
 // (so /health can say "loading"), loads the model, then serves until SIGINT, SIGTERM or SIGHUP,
 // when it cancels what still runs and exits 0. Any error before serving exits 1 with one line; a
-// signal during start-up exits at once.
+// signal during start-up exits at once. With several models (--models-dir, -m NAME=FILE) it
+// serves a hub (server/model_hub.h) that loads each model on first use.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -14,6 +15,8 @@
 #include "kv/block_pool.h"
 #include "server/embedding_service.h"
 #include "server/http_server.h"
+#include "server/model_hub.h"
+#include "serve_models.h"
 #include "signal_waiter.h"
 
 namespace trellis::cli {
@@ -21,6 +24,11 @@ namespace {
 
 struct ServeArgs {
   EngineOptions engine;
+  std::vector<std::string> models;  // the -m values: one FILE, or NAME=FILE entries
+  std::string models_dir;
+  int32_t models_max = 0;
+  std::string models_memory;
+  double models_load_wait = 300;
   HttpFrontOptions front;
   std::string config_file;  // expanded before the parse (cli/config_file.h)
   std::string chat_template;
@@ -30,13 +38,6 @@ struct ServeArgs {
   bool no_jump_forward = false;
   std::string reasoning = "separate";
 };
-
-std::string model_name_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
-  if (name.size() > 5 && name.ends_with(".gguf")) name.resize(name.size() - 5);
-  return name;
-}
 
 Result<ServerConfig> server_config(ServeArgs& args) {
   Result<ServerConfig> config = args.front.server_config();
@@ -97,6 +98,79 @@ int run_embedding_serve(ServeArgs& args, const ServerConfig& config, SignalWaite
   return signal == SignalWaiter::kFailed ? 1 : 0;
 }
 
+// The chat page's address; an address that listens everywhere is opened through loopback.
+void print_chat_page(const std::string& host, int port) {
+  const bool any = host == "0.0.0.0" || host == "::" || host.empty();
+  const std::string page_host = any                                  ? "127.0.0.1"
+                                : host.find(':') != std::string::npos ? "[" + host + "]"
+                                                                      : host;
+  std::fprintf(stderr, "chat page: http://%s:%d/\n", page_host.c_str(), port);
+}
+
+Result<HubOptions> hub_options(const ServeArgs& args) {
+  if (args.models_max < 0) return Error{"--models-max must not be negative"};
+  if (!(args.models_load_wait > 0)) return Error{"--models-load-wait must be positive"};
+  HubOptions options;
+  options.max_loaded = args.models_max;
+  options.load_wait = std::chrono::milliseconds(static_cast<int64_t>(args.models_load_wait * 1000));
+  if (!args.models_memory.empty()) {
+    Result<int64_t> bytes = parse_byte_size(args.models_memory);
+    if (!bytes.ok()) return Error{"--models-memory: " + bytes.error().message};
+    if (*bytes <= 0) return Error{"--models-memory must be positive"};
+    options.max_memory_bytes = *bytes;
+  }
+  options.on_unload = [](const HubModel& model) {
+    std::fprintf(stderr, "unloaded %s (least recently used)\n", model.name.c_str());
+  };
+  return options;
+}
+
+// Several models behind one server: each loads on first use (server/model_hub.h).
+int run_hub_serve(ServeArgs& args, SignalWaiter& waiter) {
+  auto fail = [](const std::string& why) {
+    std::fprintf(stderr, "error: %s\n", why.c_str());
+    return 1;
+  };
+  if (args.engine.pipeline) return fail("--pipeline serves one model: give one -m FILE");
+  if (!args.engine.draft_model.empty())
+    return fail("--draft-model drafts for one model: give one -m FILE");
+  if (!args.model_name.empty())
+    return fail("--model-name names one model: name several with -m NAME=FILE");
+  Result<ServerConfig> config = server_config(args);
+  if (!config.ok()) return fail(config.error().message);
+  Result<EngineConfig> engine_config = args.engine.engine_config();
+  if (!engine_config.ok()) return fail(engine_config.error().message);
+  Result<HubOptions> options = hub_options(args);
+  if (!options.ok()) return fail(options.error().message);
+  Result<std::vector<HubModel>> models =
+      hub_models(args.models, args.models_dir, engine_config->kv_bytes);
+  if (!models.ok()) return fail(models.error().message);
+  // The hub outlives the server, whose destructor still reaches it.
+  const bool jump_forward = !args.no_jump_forward;
+  ModelHub hub(*models,
+               hub_loader(args.engine, *config,
+                          [jump_forward](EngineConfig& c) { c.jump_forward = jump_forward; }),
+               *options);
+  HttpServer server(*config, ModelHub::endpoints());
+  if (Status bound = server.bind(); !bound.ok()) return fail(bound.error().message);
+  std::thread serving([&server] { server.serve(); });
+  std::string names;
+  for (const HubModel& model : *models) names += (names.empty() ? "" : ", ") + model.name;
+  std::fprintf(stderr, "listening on http://%s:%d (%zu models)\n", config->host.c_str(),
+               server.port(), models->size());
+  server.set_api(hub);
+  waiter.serving();
+  std::fprintf(stderr, "ready: %zu models (%s), each loaded on first use%s\n", models->size(),
+               names.c_str(), config->api_keys.empty() ? "" : ", API key required");
+  print_chat_page(config->host, server.port());
+  const int signal = waiter.wait();
+  std::fprintf(stderr, "%s: shutting down (running requests are cancelled)\n",
+               SignalWaiter::name(signal));
+  server.shutdown();
+  serving.join();
+  return signal == SignalWaiter::kFailed ? 1 : 0;
+}
+
 bool is_embedding_path(const std::string& path) {
   Result<GgufFile> file = GgufFile::open(path);
   return file.ok() && is_embedding_file(*file);
@@ -105,6 +179,9 @@ bool is_embedding_path(const std::string& path) {
 int run_serve(ServeArgs& args) {
   // Signals go to the waiter only: block them before any other thread starts.
   const sigset_t signals = SignalWaiter::block_stop_signals();
+  if (wants_model_hub(args.models, args.models_dir))
+    return run_hub_serve(args, SignalWaiter::start(signals));
+  if (!args.models.empty()) args.engine.model = args.models.front();
   // With --pipeline, the other ranks run their stage and exit here (before any server exists);
   // MPI's threads start now, with the signals blocked like every other thread.
   if (!args.engine.join_pipeline()) return 1;
@@ -157,13 +234,7 @@ int run_serve(ServeArgs& args) {
                config->model_id.c_str(), engine->n_ctx(), engine->n_threads(),
                args.front.cache_isolation.c_str(),
                config->api_keys.empty() ? "" : ", API key required");
-  // The chat page; an address that listens everywhere is opened through loopback.
-  const bool any = config->host == "0.0.0.0" || config->host == "::" || config->host.empty();
-  const std::string page_host = any ? "127.0.0.1"
-                                : config->host.find(':') != std::string::npos
-                                    ? "[" + config->host + "]"
-                                    : config->host;
-  std::fprintf(stderr, "chat page: http://%s:%d/\n", page_host.c_str(), server.port());
+  print_chat_page(config->host, server.port());
   const int signal = waiter.wait();
   std::fprintf(stderr, "%s: shutting down (running requests are cancelled)\n",
                SignalWaiter::name(signal));
@@ -182,11 +253,25 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                   "Read flags from this file: one 'name = value' line per flag, its long name "
                   "(port = 8080, kv-mem = 2GiB, quiet = true); the command line's win. "
                   "The service reads /etc/trellis/serve.conf");
-  args->engine.add_to(*cmd, /*model_required=*/false);
+  args->engine.add_to(*cmd, /*model_required=*/false, &args->models);
   args->engine.add_pipeline_options(*cmd);
   args->engine.add_scheduler_options(*cmd);
   args->engine.add_disk_tier_options(*cmd);
   args->front.add_to(*cmd);
+  cmd->add_option("--models-dir", args->models_dir,
+                  "Serve every .gguf file of this directory, named after the file (without "
+                  ".gguf); each loads on first use");
+  cmd->add_option("--models-max", args->models_max,
+                  "With several models: the most loaded at once (least recently used unloads "
+                  "first; 0: no limit)")
+      ->capture_default_str();
+  cmd->add_option("--models-memory", args->models_memory,
+                  "With several models: the memory loaded models may hold together (weights and "
+                  "KV pools), e.g. 16GiB");
+  cmd->add_option("--models-load-wait", args->models_load_wait,
+                  "With several models: seconds a request waits for its model to load before "
+                  "a 503")
+      ->capture_default_str();
   cmd->add_option("--chat-template", args->chat_template,
                   "Chat format: llama2, zephyr, chatml, llama3, mistral, gemma, phi3, qwen3 "
                   "(default: from the model)");

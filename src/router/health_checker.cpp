@@ -1,5 +1,7 @@
 #include "router/health_checker.h"
 
+#include <nlohmann/json.hpp>
+
 namespace trellis {
 namespace {
 
@@ -25,11 +27,33 @@ bool replica_healthy(const ReplicaAddress& address, const UpstreamTimeouts& time
   return body.ok() && call.status() == 200;
 }
 
+Result<std::vector<std::string>> replica_models(const ReplicaAddress& address,
+                                                const UpstreamTimeouts& timeouts,
+                                                const std::string& api_key) {
+  UpstreamCall call(address, timeouts);
+  TRELLIS_TRY(call.start(UpstreamRequest{"GET", "/v1/models", "", api_key}));
+  Result<std::string> body = call.read_rest();
+  if (!body.ok()) return body.error();
+  if (call.status() != 200)
+    return Error{"GET /v1/models answered " + std::to_string(call.status())};
+  const nlohmann::json list = nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
+  std::vector<std::string> ids;
+  if (!list.is_object() || !list.contains("data") || !list["data"].is_array())
+    return Error{"GET /v1/models answered no model list"};
+  for (const nlohmann::json& model : list["data"])
+    if (model.is_object() && model.contains("id") && model["id"].is_string())
+      ids.push_back(model["id"].get<std::string>());
+  return ids;
+}
+
 HealthChecker::HealthChecker(std::vector<ReplicaAddress> replicas,
-                             std::chrono::milliseconds interval, OnChange on_change)
+                             std::chrono::milliseconds interval, OnChange on_change,
+                             std::string api_key, OnModels on_models)
     : replicas_(std::move(replicas)),
       interval_(interval),
       on_change_(std::move(on_change)),
+      api_key_(std::move(api_key)),
+      on_models_(std::move(on_models)),
       last_(replicas_.size(), -1) {
   // The thread starts last: every member it reads is initialized.
   thread_ = std::thread([this] { run(); });
@@ -49,6 +73,11 @@ void HealthChecker::check_all() {
   for (size_t i = 0; i < replicas_.size(); ++i) {
     std::string why;
     const int healthy = replica_healthy(replicas_[i], kHealthTimeouts, &why) ? 1 : 0;
+    if (healthy == 1 && on_models_) {
+      Result<std::vector<std::string>> models =
+          replica_models(replicas_[i], kHealthTimeouts, api_key_);
+      if (models.ok()) on_models_(static_cast<int>(i), std::move(*models));
+    }
     {
       std::lock_guard<std::mutex> state(state_mutex_);
       if (healthy == last_[i]) continue;

@@ -1,5 +1,6 @@
 #include "router/router_service.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -79,10 +80,16 @@ RouterService::RouterService(RouterConfig config, ServerConfig server)
       router_(config_.routing, static_cast<int>(config_.replicas.size())),
       metrics_(static_cast<int>(config_.replicas.size())) {
   for (const ReplicaAddress& address : config_.replicas) urls_.push_back(address.url());
+  replica_models_.resize(config_.replicas.size());
   health_ = std::make_unique<HealthChecker>(
       config_.replicas, config_.health_interval,
       [this](int replica, bool healthy, const std::string& why) {
         set_health(replica, healthy, why);
+      },
+      config_.upstream_key,
+      [this](int replica, std::vector<std::string> models) {
+        std::lock_guard<std::mutex> lock(router_mutex_);
+        replica_models_[static_cast<size_t>(replica)] = std::move(models);
       });
 }
 
@@ -103,6 +110,8 @@ ApiResponse RouterService::serve(const ApiEndpoint& endpoint, std::string_view b
     case RouterEndpoint::CHAT:
       return generate(endpoint, body, api_key, client);
     case RouterEndpoint::MODELS:
+      if (std::optional<ApiResponse> listed = listed_models()) return std::move(*listed);
+      return forward_plain(endpoint, body, client);
     case RouterEndpoint::TOKENIZE:
     case RouterEndpoint::DETOKENIZE:
       return forward_plain(endpoint, body, client);
@@ -174,12 +183,53 @@ void RouterService::close_call(const std::shared_ptr<UpstreamCall>& call) {
   calls_.erase(call);
 }
 
+std::optional<ApiResponse> RouterService::listed_models() const {
+  std::vector<std::string> ids;
+  {
+    std::lock_guard<std::mutex> lock(router_mutex_);
+    for (const std::vector<std::string>& models : replica_models_)
+      for (const std::string& id : models)
+        if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  }
+  if (ids.empty()) return std::nullopt;
+  nlohmann::json data = nlohmann::json::array();
+  for (const std::string& id : ids)
+    data.push_back({{"id", id}, {"object", "model"}, {"created", 0}, {"owned_by", "trellis"}});
+  return ApiResponse{200, "application/json",
+                     nlohmann::json{{"object", "list"}, {"data", data}}.dump(), {}};
+}
+
+ApiResult<std::vector<int>> RouterService::replicas_without(const std::string& model) const {
+  std::vector<int> without;
+  if (model.empty()) return without;
+  std::lock_guard<std::mutex> lock(router_mutex_);
+  std::string served;
+  for (size_t i = 0; i < replica_models_.size(); ++i) {
+    const std::vector<std::string>& models = replica_models_[i];
+    if (models.empty() || std::find(models.begin(), models.end(), model) != models.end()) continue;
+    without.push_back(static_cast<int>(i));
+    for (const std::string& id : models) {
+      if (served.find("`" + id + "`") == std::string::npos)
+        served += (served.empty() ? "`" : ", `") + id + "`";
+    }
+  }
+  if (without.size() < replica_models_.size()) return without;
+  return not_found_error(
+      "The model `" + model + "` is not served by any replica; they serve " + served,
+      "model_not_found");
+}
+
 ApiResponse RouterService::forward_plain(const ApiEndpoint& endpoint, std::string_view body,
                                          const std::shared_ptr<ClientPresence>& client) {
   const UpstreamRequest request{endpoint.method == ApiMethod::GET ? "GET" : "POST",
                                 std::string(endpoint.path), std::string(body),
                                 config_.upstream_key};
-  std::vector<int> tried;
+  const nlohmann::json parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  const std::string model =
+      parsed.is_object() ? string_field(parsed, "model").value_or("") : std::string();
+  ApiResult<std::vector<int>> without = replicas_without(model);
+  if (!without.ok()) return error_response(without.error());
+  std::vector<int> tried = *without;
   std::string last_error = "no healthy replica";
   while (true) {
     int replica = -1;
@@ -223,16 +273,23 @@ ApiResponse RouterService::generate(const ApiEndpoint& endpoint, std::string_vie
   const auto stream_field = request.find("stream");
   const bool stream =
       stream_field != request.end() && stream_field->is_boolean() && stream_field->get<bool>();
-  const std::string key = routing_key(
-      namespace_id, chat ? chat_routing_text(request) : completion_routing_text(request));
+  // Each model's prompts in a tree of their own: one model's cache says nothing of another's.
+  const std::string model = string_field(request, "model").value_or("");
+  const std::string key =
+      routing_key(model.empty() ? namespace_id : namespace_id + '\x1f' + model,
+                  chat ? chat_routing_text(request) : completion_routing_text(request));
+  ApiResult<std::vector<int>> without = replicas_without(model);
+  if (!without.ok()) return error_response(without.error());
 
   std::vector<int> tried;
   std::string last_error;
   while (!shutting_down_ && !(client && client->gone())) {
     RouteDecision decision;
     {
+      std::vector<int> exclude = *without;
+      exclude.insert(exclude.end(), tried.begin(), tried.end());
       std::lock_guard<std::mutex> lock(router_mutex_);
-      decision = router_.route(key, tried);
+      decision = router_.route(key, exclude);
     }
     if (decision.replica < 0) break;
     metrics_.routed(decision.replica, decision.reason);

@@ -3,7 +3,13 @@
 //
 //   POST /v1/completions, /v1/chat/completions   routed by policy (router/routing_policy.h) on
 //                                                the request's namespace and prompt text
-//   GET  /v1/models, POST /tokenize, /detokenize  the least loaded healthy replica
+//   POST /tokenize, /detokenize                   the least loaded healthy replica
+//   GET  /v1/models  the models the replicas list (each replica's GET /v1/models, asked with its
+//                    health checks), else the least loaded healthy replica's answer
+//
+// Replicas of several models (`trellis serve --models-dir`): a request goes only to replicas that
+// list its "model" (a replica whose list is not known yet may get any); a model no replica lists
+// gets 404 naming the ones they do. Cache-aware routing keeps each model's prompts apart.
 //   GET  /health   200 while a replica is healthy, else 503
 //   GET  /metrics  trellis_router:* (router/router_metrics.h)
 //
@@ -34,6 +40,7 @@
 #include "router/router_metrics.h"
 #include "router/routing_policy.h"
 #include "router/upstream_call.h"
+#include "server/api_error.h"
 #include "server/http_api.h"
 #include "server/server_config.h"
 
@@ -79,6 +86,11 @@ class RouterService : public HttpApi {
   // /v1/models, /tokenize, /detokenize: no routing state.
   ApiResponse forward_plain(const ApiEndpoint& endpoint, std::string_view body,
                             const std::shared_ptr<ClientPresence>& client);
+  // The union of the replicas' model lists, as a /v1/models answer (nullopt: none known).
+  std::optional<ApiResponse> listed_models() const;
+  // The replicas known not to serve `model` (none for an empty one), or a 404 when that is every
+  // replica.
+  ApiResult<std::vector<int>> replicas_without(const std::string& model) const;
   Attempt try_replica(int replica, const UpstreamRequest& request, bool stream,
                       const std::shared_ptr<ClientPresence>& client,
                       std::shared_ptr<ReplicaSlot> slot);
@@ -94,6 +106,8 @@ class RouterService : public HttpApi {
   std::vector<std::string> urls_;
   mutable std::mutex router_mutex_;
   Router router_;  // guarded by router_mutex_
+  // Each replica's models from its last /v1/models (empty: not known); guarded by router_mutex_.
+  std::vector<std::vector<std::string>> replica_models_;
   RouterMetrics metrics_;
   std::atomic<int32_t> in_flight_{0};
   std::atomic<bool> shutting_down_{false};

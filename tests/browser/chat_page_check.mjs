@@ -10,6 +10,8 @@
 //      key:  a server started with --api-key API_KEY;
 //      first-run: a server started as `scripts/run.sh serve` starts it (no --chat-template) on a
 //            model synthesized as the default one is, which carries its preset's chat template.
+//      models: a server of several models: two generation models named one and two, and an
+//            embedding model named enc.
 // The `puppeteer-core` package is looked up in TRELLIS_NODE_MODULES, then in each NODE_PATH entry
 // (scripts/setup-browser-test.sh installs it into build/node/node_modules); Chromium in
 // $CHROMIUM, else chromium or chromium-browser on the PATH. Screenshots go to OUT_DIR.
@@ -32,9 +34,9 @@ function setupError(message) {
   process.exit(2);
 }
 
-if (!['chat', 'key', 'first-run'].includes(mode) || !baseURL || !outDir ||
+if (!['chat', 'key', 'first-run', 'models'].includes(mode) || !baseURL || !outDir ||
     (mode === 'key' && !apiKey)) {
-  setupError('usage: chat_page_check.mjs chat|key|first-run BASE_URL OUT_DIR [API_KEY]');
+  setupError('usage: chat_page_check.mjs chat|key|first-run|models BASE_URL OUT_DIR [API_KEY]');
 }
 
 async function loadPuppeteer() {
@@ -441,6 +443,34 @@ async function firstRunChecks() {
   });
 }
 
+// A server of several models: the menu offers those that chat, and a reply comes from the one
+// chosen.
+async function modelsChecks() {
+  const sentModels = [];
+  page.on('request', (request) => {
+    if (request.method() === 'POST' && request.url().endsWith('/v1/chat/completions'))
+      sentModels.push(JSON.parse(request.postData() ?? '{}').model);
+  });
+  await check('the menu lists the models that chat', async () => {
+    await page.goto(baseURL, { waitUntil: 'load' });
+    await until(() => document.querySelector('#server-status').textContent === 'ready', 'ready');
+    const options = await page.$$eval('#model-name option', (o) => o.map((x) => x.value));
+    expect(JSON.stringify(options) === '["one","two"]', `options: ${JSON.stringify(options)}`);
+    const disabled = await page.$eval('#model-name', (e) => e.disabled);
+    expect(!disabled, 'the menu is disabled');
+  });
+
+  await check('a reply comes from the model chosen', async () => {
+    await page.select('#model-name', 'two');
+    await setField('#max-tokens', 8);
+    await sendMessage('Hello, model two');
+    const reply = await waitForReply(0);
+    expect(reply.finish !== 'failed' && reply.text.length > 0, `reply: ${JSON.stringify(reply)}`);
+    expect(sentModels.at(-1) === 'two', `requests named: ${JSON.stringify(sentModels)}`);
+    await shot('models-two');
+  });
+}
+
 async function main() {
   const chromium = findChromium();
   if (!chromium) setupError('chromium not found (scripts/install-deps.sh installs it)');
@@ -468,6 +498,7 @@ async function main() {
     });
     if (mode === 'chat') await chatChecks();
     else if (mode === 'key') await keyChecks();
+    else if (mode === 'models') await modelsChecks();
     else await firstRunChecks();
     await check('no script errors on the page', async () => {
       // A refused request (401, 404) is logged by the browser itself; script errors are not ok.

@@ -184,5 +184,29 @@ TEST(ChatPageBrowser, AServerStartedWithoutFlagsAnswersAFirstMessage) {
   stop_server(*server);
 }
 
+// A server of several models: the page's menu offers the generation models and sends the one
+// chosen.
+TEST(ChatPageBrowser, TheModelMenuOfAServerOfSeveralModels) {
+  REQUIRE_CURL();
+  REQUIRE_BROWSER();
+  const std::string dir = testing::temp_dir() + "/page-models";
+  fs::create_directories(dir);
+  const std::string cli = TRELLIS_CLI_PATH;
+  for (const auto& [name, command] :
+       {std::pair{"one", " model synth --preset tiny --seed 1 -o "},
+        std::pair{"two", " model synth --preset tiny --seed 2 -o "},
+        std::pair{"enc", " model synth --arch bert --preset tiny -o "}}) {
+    const CommandResult synth =
+        run_shell(cli + command + shell_quote(dir + "/" + name + ".gguf") + " 2>&1");
+    ASSERT_EQ(synth.exit_code, 0) << synth.output;
+  }
+  std::unique_ptr<Server> server = Server::command(
+      {TRELLIS_CLI_PATH, "serve", "--port", "0", "--models-dir", dir, "-t", "1"},
+      "page-models-server", "listening on http://");
+  ASSERT_EQ(server->start(), "");
+  run_browser_check(*server, "models", "");
+  stop_server(*server);
+}
+
 }  // namespace
 }  // namespace trellis

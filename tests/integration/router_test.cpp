@@ -5,11 +5,13 @@
 // disconnects reaching the replica, and 64 concurrent streams with a quarter of the clients
 // leaving early (no block held anywhere afterwards).
 #include <gtest/gtest.h>
+
 #include <httplib.h>
 
 #include <atomic>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -168,6 +170,49 @@ TEST(Router, CacheAwareKeepsEachGroupOnOneReplica) {
   const HttpReply tokens = a.post("/tokenize", json{{"prompt", system_prompt('a')}});
   const int64_t system_tokens = static_cast<int64_t>(tokens.json()["tokens"].size());
   EXPECT_GE(cached, 9 * (system_tokens - 16));
+}
+
+// A replica of several models: its health, its model list, and completions that name it.
+std::string models_replica(const std::string& request, const std::string& name,
+                           const std::vector<std::string>& models) {
+  const auto reply = [](const json& body) {
+    return FakeReplica::head(200, "application/json") + body.dump();
+  };
+  if (request.rfind("GET /health", 0) == 0) return reply({{"status", "ok"}});
+  if (request.rfind("GET /v1/models", 0) == 0) {
+    json data = json::array();
+    for (const std::string& id : models) data.push_back({{"id", id}, {"object", "model"}});
+    return reply({{"object", "list"}, {"data", data}});
+  }
+  return reply({{"replica", name}});
+}
+
+TEST(Router, RoutesEachModelToTheReplicasThatServeIt) {
+  FakeReplica first([](const std::string& r) { return models_replica(r, "first", {"a", "b"}); });
+  FakeReplica second([](const std::string& r) { return models_replica(r, "second", {"b", "c"}); });
+  TestRouter router({first.url(), second.url()}, RoutingPolicy::ROUND_ROBIN);
+  ASSERT_TRUE(eventually([&] { return router.get("/v1/models").json()["data"].size() == 3; }))
+      << router.get("/v1/models").body;
+  const json listed = router.get("/v1/models").json();
+  EXPECT_EQ(listed["data"][0]["id"], "a");
+  EXPECT_EQ(listed["data"][2]["id"], "c");
+  std::set<std::string> served_b;
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(router.post("/v1/completions", {{"model", "a"}, {"prompt", "x"}}).json()["replica"],
+              "first");
+    EXPECT_EQ(router.post("/v1/completions", {{"model", "c"}, {"prompt", "x"}}).json()["replica"],
+              "second");
+  }
+  for (int i = 0; i < 4; ++i) {
+    served_b.insert(
+        router.post("/v1/completions", {{"model", "b"}, {"prompt", "x"}}).json()["replica"]);
+  }
+  EXPECT_EQ(served_b, (std::set<std::string>{"first", "second"}));  // both serve b
+  EXPECT_EQ(router.post("/tokenize", {{"model", "c"}, {"prompt", "x"}}).json()["replica"],
+            "second");
+  const HttpReply unknown = router.post("/v1/completions", {{"model", "z"}, {"prompt", "x"}});
+  EXPECT_EQ(unknown.status, 404);
+  EXPECT_NE(unknown.body.find("`a`, `b`, `c`"), std::string::npos) << unknown.body;
 }
 
 TEST(Router, RetriesAnotherReplicaBeforeTheFirstByte) {

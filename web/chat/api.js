@@ -42,11 +42,11 @@ async function send(url, init) {
   return response;
 }
 
-// The ids of the served models.
+// The ids of the served models that chat (a server of several lists embedding models too).
 export async function listModels(apiKey) {
   const response = await send('/v1/models', { headers: headers(apiKey, false) });
   const body = await response.json();
-  return (body.data ?? []).map((m) => m.id);
+  return (body.data ?? []).filter((m) => !['embedding', 'rerank'].includes(m.kind)).map((m) => m.id);
 }
 
 // Splits a growing SSE text into complete events; returns [events' data payloads, the rest].

@@ -253,9 +253,10 @@ async function connect() {
   clearTimeout(connectTimer);
   try {
     const models = await listModels(state.apiKey);
-    state.model = models[0] ?? '';
+    // A server of several models: the choice stays across reconnections while it is served.
+    if (!models.includes(state.model)) state.model = models[0] ?? '';
     state.connected = true;
-    ui.modelName.textContent = state.model;
+    showModels(models);
     setStatus('ready', 'ok');
     return true;
   } catch (err) {
@@ -272,6 +273,19 @@ async function connect() {
     }
     return false;
   }
+}
+
+function showModels(models) {
+  ui.modelName.replaceChildren(
+    ...models.map((id) => {
+      const option = document.createElement('option');
+      option.value = id;
+      option.textContent = id;
+      return option;
+    }),
+  );
+  ui.modelName.value = state.model;
+  ui.modelName.disabled = models.length < 2;
 }
 
 function keyProblem(err) {
@@ -469,7 +483,7 @@ async function pollMetrics() {
   clearTimeout(metricsTimer);
   if (document.visibilityState !== 'hidden') {
     try {
-      showMetrics(await fetchMetrics());
+      showMetrics(await fetchMetrics(state.model));
       ui.metricsStatus.textContent = `updated ${new Date().toLocaleTimeString()}`;
     } catch (err) {
       ui.metricsStatus.textContent = `metrics unavailable (${err.message})`;
@@ -527,6 +541,10 @@ function wire() {
     }
   });
   ui.stop.addEventListener('click', stop);
+  ui.modelName.addEventListener('change', () => {
+    state.model = ui.modelName.value;
+    pollMetricsSoon();
+  });
   ui.regenerate.addEventListener('click', regenerate);
   ui.newChat.addEventListener('click', startNewConversation);
   ui.toggleSidebar.addEventListener('click', () =>

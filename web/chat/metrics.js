@@ -23,11 +23,14 @@ export function parsePrometheus(text) {
   return samples;
 }
 
-// The page's figures from a /metrics text; a figure the server does not expose is null.
-export function summarizeMetrics(text) {
+// The page's figures from a /metrics text; a figure the server does not expose is null. A server
+// of several models labels each model's samples model="NAME": then those of `model` count.
+export function summarizeMetrics(text, model) {
   const byName = new Map();
   for (const s of parsePrometheus(text)) {
-    if (Object.keys(s.labels).length === 0) byName.set(s.name, s.value);
+    const keys = Object.keys(s.labels);
+    const ours = keys.length === 0 || (keys.length === 1 && s.labels.model === model);
+    if (ours) byName.set(s.name, s.value);
   }
   const get = (name) => byName.get(PREFIX + name) ?? null;
   return {
@@ -41,8 +44,8 @@ export function summarizeMetrics(text) {
   };
 }
 
-export async function fetchMetrics(signal) {
+export async function fetchMetrics(model, signal) {
   const response = await fetch('/metrics', { signal, cache: 'no-store' });
   if (!response.ok) throw new Error(`/metrics answered ${response.status}`);
-  return summarizeMetrics(await response.text());
+  return summarizeMetrics(await response.text(), model);
 }
