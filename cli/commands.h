@@ -7,6 +7,8 @@
 namespace trellis::cli {
 
 void add_model_commands(CLI::App& app, int& exit_code);
+// `model imatrix`, under the `model` command.
+void add_imatrix_command(CLI::App& model, int& exit_code);
 void add_tokenize_commands(CLI::App& app, int& exit_code);
 void add_demo_command(CLI::App& app, int& exit_code);
 void add_generate_command(CLI::App& app, int& exit_code);

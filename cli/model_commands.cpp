@@ -171,6 +171,7 @@ struct QuantizeArgs {
   std::string input;
   std::string output;
   std::string type;
+  std::string imatrix;
   int threads = 0;
 };
 
@@ -183,14 +184,29 @@ int run_quantize(const QuantizeArgs& args) {
                  std::string(kQuantizeTypeNames).c_str());
     return 1;
   }
+  std::optional<Imatrix> imatrix;
+  if (!args.imatrix.empty()) {
+    Result<Imatrix> read = read_imatrix(args.imatrix);
+    if (!read.ok()) {
+      std::fprintf(stderr, "error: %s\n", read.error().message.c_str());
+      return 1;
+    }
+    imatrix = std::move(read).value();
+    std::fprintf(stderr, "importance matrix %s: %zu matrices, %u chunks\n", args.imatrix.c_str(),
+                 imatrix->entries.size(), imatrix->chunk_count);
+  }
   ThreadPool pool(args.threads > 0 ? args.threads : ThreadPool::default_thread_count());
   int64_t index = 0;
-  auto report = [&index](const QuantizedTensor& t) {
-    std::fprintf(stderr, "[%4lld] %-40s %6s -> %-6s %10.2f MiB -> %10.2f MiB\n",
+  int64_t n_weighted = 0;
+  auto report = [&index, &n_weighted](const QuantizedTensor& t) {
+    n_weighted += t.weighted ? 1 : 0;
+    std::fprintf(stderr, "[%4lld] %-40s %6s -> %-6s %10.2f MiB -> %10.2f MiB%s\n",
                  static_cast<long long>(++index), t.name.c_str(), dtype_name(t.from).data(),
-                 dtype_name(t.to).data(), mib(t.bytes_in), mib(t.bytes_out));
+                 dtype_name(t.to).data(), mib(t.bytes_in), mib(t.bytes_out),
+                 t.weighted ? " (imatrix)" : "");
   };
-  Result<QuantizeTotals> totals = quantize_model(args.input, args.output, *mix, pool, report);
+  Result<QuantizeTotals> totals = quantize_model(args.input, args.output, *mix, pool, report,
+                                                 imatrix ? &*imatrix : nullptr, args.imatrix);
   if (!totals.ok()) {
     std::fprintf(stderr, "error: %s\n", totals.error().message.c_str());
     return 1;
@@ -199,6 +215,10 @@ int run_quantize(const QuantizeArgs& args) {
                args.output.c_str(), static_cast<long long>(totals->n_quantized),
                static_cast<long long>(totals->n_tensors), mib(totals->bytes_in),
                mib(totals->bytes_out));
+  if (imatrix) {
+    std::fprintf(stderr, "the importance matrix weighed %lld of them\n",
+                 static_cast<long long>(n_weighted));
+  }
   return 0;
 }
 
@@ -252,6 +272,8 @@ void add_model_commands(CLI::App& app, int& exit_code) {
   synth->add_option("-t,--threads", args->threads, "Threads (default: all cores)");
   synth->callback([&exit_code, args] { exit_code = run_synth(*args); });
 
+  add_imatrix_command(*model, exit_code);
+
   CLI::App* quantize = model->add_subcommand(
       "quantize",
       "Rewrite a GGUF of F32, F16 or BF16 weights as one of llama.cpp's file types (the same "
@@ -262,6 +284,9 @@ void add_model_commands(CLI::App& app, int& exit_code) {
   quantize->add_option("output", qargs->output, "Output GGUF path")->required();
   quantize->add_option("type", qargs->type, "File type: " + std::string(kQuantizeTypeNames))
       ->required();
+  quantize->add_option("--imatrix", qargs->imatrix,
+                       "Importance matrix (GGUF, from `trellis model imatrix` or llama-imatrix): "
+                       "weighs each column's error by the activations it meets");
   quantize->add_option("-t,--threads", qargs->threads, "Threads (default: all cores)");
   quantize->callback([&exit_code, qargs] { exit_code = run_quantize(*qargs); });
 }

@@ -29,6 +29,7 @@ struct ServeArgs {
   int32_t models_max = 0;
   std::string models_memory;
   double models_load_wait = 300;
+  double models_keep_alive = 0;
   HttpFrontOptions front;
   std::string config_file;  // expanded before the parse (cli/config_file.h)
   std::string chat_template;
@@ -119,8 +120,11 @@ Result<HubOptions> hub_options(const ServeArgs& args) {
     if (*bytes <= 0) return Error{"--models-memory must be positive"};
     options.max_memory_bytes = *bytes;
   }
-  options.on_unload = [](const HubModel& model) {
-    std::fprintf(stderr, "unloaded %s (least recently used)\n", model.name.c_str());
+  if (!(args.models_keep_alive >= 0)) return Error{"--models-keep-alive must not be negative"};
+  options.keep_alive =
+      std::chrono::milliseconds(static_cast<int64_t>(args.models_keep_alive * 1000));
+  options.on_unload = [](const HubModel& model, const char* why) {
+    std::fprintf(stderr, "unloaded %s (%s)\n", model.name.c_str(), why);
   };
   return options;
 }
@@ -268,6 +272,10 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--models-memory", args->models_memory,
                   "With several models: the memory loaded models may hold together (weights and "
                   "KV pools), e.g. 16GiB");
+  cmd->add_option("--models-keep-alive", args->models_keep_alive,
+                  "With several models: seconds a model stays loaded after its last request "
+                  "(0: until its room is needed)")
+      ->capture_default_str();
   cmd->add_option("--models-load-wait", args->models_load_wait,
                   "With several models: seconds a request waits for its model to load before "
                   "a 503")

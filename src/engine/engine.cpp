@@ -168,6 +168,7 @@ Status Engine::init_from_file(const std::string& model_path, const EngineConfig&
   if (!loaded.ok()) return loaded.error();
   file_ = std::move(loaded->file);
   model_ = std::move(loaded->model);
+  model_->set_observer(config.activation_observer);
   tokenizer_ = std::move(loaded->tokenizer);
   // Window pages are not sent down a pipeline nor kept by the disk tier: both need whole blocks.
   const KvWindowing windowing{!config.swa_full && pipeline == nullptr && config.cache_dir.empty(),

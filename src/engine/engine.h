@@ -87,6 +87,9 @@ struct EngineConfig {
   // have nothing (DraftSource::DRAFT_MODEL; empty: none). Its KV takes as many blocks of its own
   // layout as the pool has, beyond kv_bytes. Needs the whole model in this process.
   std::string draft_model;
+  // Told of every input of the model's weight matrices (model/activation_observer.h), on the
+  // engine's thread; null: none. Must outlive the engine.
+  ActivationObserver* activation_observer = nullptr;
 };
 
 struct EngineRequest {

@@ -164,10 +164,10 @@ Status GgufWriter::write_tensor_data(std::span<const uint8_t> bytes) {
   if (current_written_ == t.n_bytes) {
     ++current_tensor_;
     current_written_ = 0;
-    // Pad up to the next tensor's aligned offset (nothing after the last tensor).
-    if (current_tensor_ < tensors_.size()) {
-      TRELLIS_TRY(write_padding(t.offset + t.n_bytes));
-    }
+    // Pad up to the next tensor's aligned offset; after the last one too, since readers that
+    // load the data section whole (llama.cpp's, for an importance matrix) expect every tensor's
+    // padded size.
+    TRELLIS_TRY(write_padding(t.offset + t.n_bytes));
   }
   return {};
 }

@@ -388,6 +388,7 @@ void Model::attention_block(const LayerWeights& layer, int64_t il, const Forward
                             KvStorage& kv, Workspace& ws, ThreadPool& pool) const {
   const int32_t n_rows = batch.n_rows();
   norm_rows(layer.attn_norm, n_rows, ws, pool);
+  observe(il, MatmulInput::ATTENTION, ws.xn, n_rows, hp_.n_embd);
   project_qkv(layer, n_rows, ws, pool);
   // A local layer's query at position p sees (p - n_swa, p]; a global one sees [0, p].
   const bool local = hp_.is_local_layer(il);
@@ -405,12 +406,13 @@ void Model::attention_block(const LayerWeights& layer, int64_t il, const Forward
   paged_attention(kv, kv_layer, ws.attention_rows.data(), n_rows, hp_.n_head, ws.q.data(),
                   ws.attn.data(), pool, ws.attention_scratch,
                   layer.attn_sinks.empty() ? nullptr : layer.attn_sinks.data());
+  observe(il, MatmulInput::ATTENTION_OUTPUT, ws.attn, n_rows, hp_.n_embd_q());
   matmul(layer.wo, ws.attn.data(), n_rows, ws.proj.data(), pool, ws.matmul_scratch);
   if (arch_->output_bias) add_bias_rows(ws.proj.data(), layer.bo, n_rows);
   add_residual(layer.post_attn_norm, n_rows, ws, pool);
 }
 
-void Model::ffn_block(const LayerWeights& layer, int32_t n_rows, Workspace& ws,
+void Model::ffn_block(const LayerWeights& layer, int64_t il, int32_t n_rows, Workspace& ws,
                       ThreadPool& pool) const {
   const int64_t n_ff = hp_.n_ff;
   norm_rows(layer.ffn_norm, n_rows, ws, pool);
@@ -420,6 +422,7 @@ void Model::ffn_block(const LayerWeights& layer, int32_t n_rows, Workspace& ws,
     add_residual(layer.post_ffn_norm, n_rows, ws, pool);
     return;
   }
+  observe(il, MatmulInput::FFN, ws.xn, n_rows, hp_.n_embd);
   if (arch_->fused_gate_up) {  // ffn_up's rows: the gate's n_ff, then the up projection's n_ff
     matmul(layer.w_up, ws.xn.data(), n_rows, ws.up.data(), pool, ws.matmul_scratch);
     // Row r holds its gate at [2r, 2r + 1) and its up at [2r + 1, 2r + 2), in units of n_ff.
@@ -435,6 +438,7 @@ void Model::ffn_block(const LayerWeights& layer, int32_t n_rows, Workspace& ws,
     matmul_many(jobs, ws.xn.data(), n_rows, pool, ws.matmul_scratch);
   }
   activate_ffn(arch_->ffn_activation, ws.gate.data(), ws.up.data(), n_rows * n_ff, pool);
+  observe(il, MatmulInput::FFN_DOWN, ws.gate, n_rows, n_ff);
   matmul(layer.w_down, ws.gate.data(), n_rows, ws.proj.data(), pool, ws.matmul_scratch);
   add_residual(layer.post_ffn_norm, n_rows, ws, pool);
 }
@@ -451,7 +455,7 @@ void Model::run_layers(const ForwardBatch& batch, KvStorage& kv, Workspace& ws,
   if (range_.first) embed(batch, ws);
   for (size_t i = 0; i < layers_.size(); ++i) {
     attention_block(layers_[i], range_.begin + static_cast<int64_t>(i), batch, kv, ws, pool);
-    ffn_block(layers_[i], n_rows, ws, pool);
+    ffn_block(layers_[i], range_.begin + static_cast<int64_t>(i), n_rows, ws, pool);
   }
 }
 

@@ -27,6 +27,7 @@
 #include "kernels/matmul.h"
 #include "kernels/weight_pack.h"
 #include "kv/kv_storage.h"
+#include "model/activation_observer.h"
 #include "model/architecture.h"
 #include "model/family_tensors.h"
 #include "model/layer_range.h"
@@ -98,6 +99,10 @@ class Model {
   // short ones, as llama.cpp chooses. load() chooses for the training context.
   void set_context_length(int64_t n_ctx);
 
+  // Tells `observer` (null: none) of every matrix input of the layers' dense parts (a mixture of
+  // experts' feed-forward is not observed); it must outlive the model's forward passes.
+  void set_observer(ActivationObserver* observer) { observer_ = observer; }
+
   // Checks what forward() takes as preconditions, with a clear message.
   Status validate_batch(const ForwardBatch& batch, const KvStorage& kv, const Workspace& ws) const;
 
@@ -127,7 +132,12 @@ class Model {
   void scale_queries(int32_t n_rows, Workspace& ws) const;
   void attention_block(const LayerWeights& layer, int64_t il, const ForwardBatch& batch,
                        KvStorage& kv, Workspace& ws, ThreadPool& pool) const;
-  void ffn_block(const LayerWeights& layer, int32_t n_rows, Workspace& ws, ThreadPool& pool) const;
+  void ffn_block(const LayerWeights& layer, int64_t il, int32_t n_rows, Workspace& ws,
+                 ThreadPool& pool) const;
+  void observe(int64_t il, MatmulInput input, const std::vector<float>& rows, int32_t n_rows,
+               int64_t n_cols) const {
+    if (observer_ != nullptr) observer_->observe(il, input, rows.data(), n_rows, n_cols);
+  }
   // x += rmsnorm(proj) with `post_norm` when the family has post norms, else x += proj.
   void add_residual(const std::vector<float>& post_norm, int32_t n_rows, Workspace& ws,
                     ThreadPool& pool) const;
@@ -148,6 +158,7 @@ class Model {
   std::vector<float> output_norm_;
   WeightView output_;   // token_embd_ when the file ties them
   PackedBytes packed_;  // the packed matrices, back to back
+  ActivationObserver* observer_ = nullptr;
 };
 
 }  // namespace trellis

@@ -35,7 +35,8 @@ DType fallback(DType type, int64_t row_length) {
     case DType::Q5_K:
       return DType::Q5_1;
     case DType::Q4_0:
-      return DType::Q4_0;
+    case DType::Q4_1:  // blocks of 32: these stay
+      return type;
     default:
       return DType::Q8_0;
   }
@@ -103,7 +104,7 @@ bool quant_mix_quantizes(std::string_view name, int n_dims) {
 }
 
 DType quant_mix_type(QuantMix mix, std::string_view name, int64_t row_length, int64_t n_layer,
-                     bool tied_output) {
+                     bool tied_output, bool with_importance) {
   if (mix == QuantMix::MXFP4_MOE) {  // blocks of 32 for both; other rows stay f16
     const bool expert = name.find("_exps.") != std::string_view::npos;
     if (row_length % 32 != 0) return DType::F16;
@@ -119,6 +120,12 @@ DType quant_mix_type(QuantMix mix, std::string_view name, int64_t row_length, in
     case QuantMix::Q8_0:
       break;
     case QuantMix::Q4_0:
+      if (is_output) {
+        type = DType::Q6_K;
+      } else if (with_importance && layer && down && *layer < n_layer / 8) {
+        type = DType::Q4_1;  // llama-quantize's guard for the first ffn_down layers
+      }
+      break;
     case QuantMix::Q6_K:
       if (is_output) type = DType::Q6_K;
       break;

@@ -47,7 +47,9 @@ uint32_t quant_mix_file_type(QuantMix mix);
 bool quant_mix_quantizes(std::string_view name, int n_dims);
 // The type of the weight matrix `name` (GGUF tensor name) whose rows hold row_length values, in a
 // model of n_layer layers whose output matrix is token_embd when `tied_output`.
+// `with_importance`: an importance matrix weighs the quantization (llama-quantize then keeps q4_0's
+// first eighth of ffn_down layers in q4_1).
 DType quant_mix_type(QuantMix mix, std::string_view name, int64_t row_length, int64_t n_layer,
-                     bool tied_output);
+                     bool tied_output, bool with_importance = false);
 
 }  // namespace trellis

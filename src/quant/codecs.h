@@ -45,5 +45,24 @@ void quantize_q3_k(const float* src, void* dst, int64_t n_blocks);
 void quantize_q4_k(const float* src, void* dst, int64_t n_blocks);
 void quantize_q5_k(const float* src, void* dst, int64_t n_blocks);
 void quantize_q6_k(const float* src, void* dst, int64_t n_blocks);
+// The K types weighted by an importance matrix row (`importance`: one value per element), or by
+// the format's default weights when it is null (what the functions above do); q4_0 takes
+// a whole row of `n_elems` values and need `importance`, and so do q4_1, q5_0 and q5_1 (see
+// quantize_k.cpp).
+void quantize_q3_k_weighted(const float* src, void* dst, int64_t n_blocks, const float* importance);
+void quantize_q4_k_weighted(const float* src, void* dst, int64_t n_blocks, const float* importance);
+void quantize_q5_k_weighted(const float* src, void* dst, int64_t n_blocks, const float* importance);
+void quantize_q6_k_weighted(const float* src, void* dst, int64_t n_blocks, const float* importance);
+void quantize_q4_0_weighted(const float* src, void* dst, int64_t n_elems, const float* importance);
+void quantize_q4_1_weighted(const float* src, void* dst, int64_t n_elems, const float* importance);
+void quantize_q5_0_weighted(const float* src, void* dst, int64_t n_elems, const float* importance);
+void quantize_q5_1_weighted(const float* src, void* dst, int64_t n_elems, const float* importance);
+
+// Packs 32 codes: the low 4 bits of code l in the low nibble of qs[l], of code l + 16 in the
+// high nibble.
+void store_nibbles(const int* q, uint8_t* qs);
+// Packs 32 five-bit codes: the low 4 bits as store_nibbles does, bit 4 of code l as bit l of the
+// little-endian uint32 qh.
+void store_five_bits(const int* q, uint8_t* qs, uint8_t* qh);
 
 }  // namespace trellis::quant_detail

@@ -52,4 +52,12 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n_elems);
 // block size, the values are finite (f32/f16/bf16 also take inf and NaN).
 void quantize_row(DType type, const float* src, void* dst, int64_t n_elems);
 
+// quantize_row with each value's error weighted by `importance` (one value per element: an
+// importance matrix's mean squared activation of the element's column), as llama.cpp's
+// quantizers weigh it (quant/quantize_k.cpp): for q3_K, q4_K, q5_K, q6_K, q4_0, q4_1, q5_0 and
+// q5_1; the other types (q8_0, the floats) ignore it, as llama.cpp's do. Null: quantize_row.
+// `n_elems`: one row (the blocks of 32 take the row's mean square into the weights).
+void quantize_row_weighted(DType type, const float* src, void* dst, int64_t n_elems,
+                           const float* importance);
+
 }  // namespace trellis

@@ -107,4 +107,30 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n_elems) {
   row->quantize(src, dst, n_elems / block_elems);
 }
 
+void quantize_row_weighted(DType type, const float* src, void* dst, int64_t n_elems,
+                           const float* importance) {
+  if (importance == nullptr) return quantize_row(type, src, dst, n_elems);
+  const int64_t n_super = n_elems / kQkK;
+  switch (type) {
+    case DType::Q3_K:
+      return quant_detail::quantize_q3_k_weighted(src, dst, n_super, importance);
+    case DType::Q4_K:
+      return quant_detail::quantize_q4_k_weighted(src, dst, n_super, importance);
+    case DType::Q5_K:
+      return quant_detail::quantize_q5_k_weighted(src, dst, n_super, importance);
+    case DType::Q6_K:
+      return quant_detail::quantize_q6_k_weighted(src, dst, n_super, importance);
+    case DType::Q4_0:
+      return quant_detail::quantize_q4_0_weighted(src, dst, n_elems, importance);
+    case DType::Q4_1:
+      return quant_detail::quantize_q4_1_weighted(src, dst, n_elems, importance);
+    case DType::Q5_0:
+      return quant_detail::quantize_q5_0_weighted(src, dst, n_elems, importance);
+    case DType::Q5_1:
+      return quant_detail::quantize_q5_1_weighted(src, dst, n_elems, importance);
+    default:
+      return quantize_row(type, src, dst, n_elems);
+  }
+}
+
 }  // namespace trellis

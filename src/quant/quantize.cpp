@@ -67,23 +67,19 @@ Range range_codes(const float* x, int n_max, int* q) {
   return {d, min};
 }
 
-// Packs 32 codes: the low 4 bits of code l in the low nibble of qs[l], of code l + 16 in the
-// high nibble.
+}  // namespace
+
 void store_nibbles(const int* q, uint8_t* qs) {
   for (int l = 0; l < kQk / 2; ++l)
     qs[l] = static_cast<uint8_t>((q[l] & 0x0f) | ((q[l + kQk / 2] & 0x0f) << 4));
 }
 
-// Packs 32 five-bit codes: the low 4 bits as store_nibbles does, bit 4 of code l as bit l of the
-// little-endian uint32 qh.
 void store_five_bits(const int* q, uint8_t* qs, uint8_t* qh) {
   store_nibbles(q, qs);
   uint32_t bits = 0;
   for (int l = 0; l < kQk; ++l) bits |= static_cast<uint32_t>((q[l] >> 4) & 1) << l;
   for (int k = 0; k < 4; ++k) qh[k] = static_cast<uint8_t>(bits >> (8 * k));
 }
-
-}  // namespace
 
 void quantize_f32(const float* src, void* dst, int64_t n_blocks) {
   if (n_blocks > 0) std::memcpy(dst, src, static_cast<size_t>(n_blocks) * sizeof(float));

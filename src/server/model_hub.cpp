@@ -22,6 +22,7 @@ struct ModelHub::Slot {
   int32_t users = 0;                    // requests holding the model
   int32_t waiters = 0;                  // requests waiting for it to load
   uint64_t last_use = 0;                // use_clock_ when last acquired or loaded
+  std::chrono::steady_clock::time_point idle_since;  // when its last user let go (or it loaded)
 };
 
 // One request's hold on a loaded model: while it lives, the model stays loaded.
@@ -219,7 +220,7 @@ ApiResult<std::shared_ptr<ModelHub::Use>> ModelHub::acquire(Slot& slot) {
 void ModelHub::release(Slot& slot) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    --slot.users;
+    if (--slot.users == 0) slot.idle_since = std::chrono::steady_clock::now();
   }
   changed_.notify_all();
 }
@@ -248,27 +249,49 @@ bool ModelHub::make_room(const Slot& adding) {
       if (victim == nullptr || slot->last_use < victim->last_use) victim = slot.get();
     }
     if (victim == nullptr) return false;
-    unload(*victim);
+    unload(*victim, "least recently used");
   }
   return true;
 }
 
-void ModelHub::unload(Slot& slot) {
+void ModelHub::unload(Slot& slot, const char* why) {
   std::unique_ptr<LoadedModel> loaded = std::move(slot.loaded);
   slot.state = Slot::State::UNLOADED;
   ++n_unloads_;
-  if (options_.on_unload) options_.on_unload(slot.model);
+  if (options_.on_unload) options_.on_unload(slot.model, why);
   // Nothing holds it (no users): its engine stops and its memory returns here, under the lock, so
   // that the budget is true before the next load starts.
   loaded->api->begin_shutdown();
   loaded.reset();
 }
 
+std::chrono::steady_clock::time_point ModelHub::unload_idle() {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point next = Clock::time_point::max();
+  if (options_.keep_alive.count() <= 0) return next;
+  const Clock::time_point now = Clock::now();
+  for (const std::unique_ptr<Slot>& slot : slots_) {
+    if (slot->state != Slot::State::READY || slot->users > 0 || slot->waiters > 0) continue;
+    const Clock::time_point due = slot->idle_since + options_.keep_alive;
+    if (due <= now) {
+      unload(*slot, "idle");
+    } else {
+      next = std::min(next, due);
+    }
+  }
+  return next;
+}
+
 void ModelHub::loader_loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
     if (load_queue_.empty()) {
-      changed_.wait(lock);
+      const auto next_idle = unload_idle();
+      if (next_idle == std::chrono::steady_clock::time_point::max()) {
+        changed_.wait(lock);
+      } else {
+        changed_.wait_until(lock, next_idle);
+      }
       continue;
     }
     Slot& slot = *load_queue_.front();
@@ -304,6 +327,7 @@ void ModelHub::loader_loop() {
       slot.model.expected_bytes = slot.loaded->memory_bytes;
       slot.state = Slot::State::READY;
       slot.last_use = ++use_clock_;
+      slot.idle_since = std::chrono::steady_clock::now();
       ++n_loads_;
       if (shutting_down_) slot.loaded->api->begin_shutdown();
       make_room(slot);  // the model may hold more than expected: others make way if they can
@@ -354,7 +378,7 @@ ApiResponse ModelHub::metrics() {
   own.gauge("models", "Models this server serves", static_cast<double>(slots_.size()));
   own.gauge("models_loaded", "Models loaded now", static_cast<double>(uses.size()));
   own.counter("model_loads_total", "Models loaded since start", static_cast<double>(n_loads_));
-  own.counter("model_unloads_total", "Models unloaded to make room",
+  own.counter("model_unloads_total", "Models unloaded to make room or after keep-alive",
               static_cast<double>(n_unloads_));
   own.counter("model_load_failures_total", "Loads that failed",
               static_cast<double>(n_load_failures_));

@@ -14,7 +14,7 @@
 // meanwhile. A model is never unloaded while a request holds it (a stream holds it until its last
 // event); when the budget needs a model that is busy, the load waits for it to be released. A file
 // that fails to load is an error for the requests that asked for it only; the next request tries
-// again.
+// again. With HubOptions::keep_alive, a model left unused that long is unloaded.
 #pragma once
 
 #include <atomic>
@@ -65,8 +65,12 @@ struct HubOptions {
   int64_t max_memory_bytes = 0;  // their expected bytes together; 0: no limit
   // How long a request waits for its model to load (or for room to load it) before a 503.
   std::chrono::milliseconds load_wait{std::chrono::minutes(5)};
-  // Told of each model unloaded to make room (for the log); runs with the hub's lock held.
-  std::function<void(const HubModel&)> on_unload;
+  // A model no request has used for this long is unloaded (Ollama's keep_alive); 0: kept until
+  // its room is needed.
+  std::chrono::milliseconds keep_alive{0};
+  // Told of each model unloaded (for the log), with why ("least recently used", "idle"); runs
+  // with the hub's lock held.
+  std::function<void(const HubModel&, const char* why)> on_unload;
 };
 
 enum class HubEndpoint {
@@ -115,7 +119,10 @@ class ModelHub : public HttpApi {
   // (busy models are in the way). Needs mutex_.
   bool make_room(const Slot& slot);
   bool fits(const Slot& adding) const;
-  void unload(Slot& slot);  // needs mutex_
+  void unload(Slot& slot, const char* why);  // needs mutex_
+  // Unloads the models idle for keep_alive; returns when the next one would be (max when none).
+  // Needs mutex_.
+  std::chrono::steady_clock::time_point unload_idle();
 
   std::vector<std::unique_ptr<Slot>> slots_;
   ModelLoader loader_;

@@ -151,6 +151,36 @@ TEST(CliQuantize, QuantizesAndRefuses) {
       << twice.output;
 }
 
+// An importance matrix computed through the engine weighs a quantization; mistakes are refused.
+TEST(CliQuantize, ImportanceMatrixFromTextThenQuantize) {
+  const std::string dir = testing::temp_dir();
+  ASSERT_EQ(run_cli("model synth --preset tiny --type f32 -o " + dir + "/imf.gguf").exit_code, 0);
+  {
+    std::ofstream text(dir + "/text.txt");
+    for (int i = 0; i < 200; ++i) text << "the cat sat on the mat " << i << " times. ";
+  }
+  const CommandResult made = run_cli("model imatrix -m " + dir + "/imf.gguf -f " + dir +
+                                     "/text.txt -o " + dir + "/im.gguf --chunk 64 -t 1");
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  EXPECT_NE(made.output.find("matrices"), std::string::npos) << made.output;
+  const CommandResult quantized = run_cli("model quantize " + dir + "/imf.gguf " + dir +
+                                          "/imq.gguf q4_k_m --imatrix " + dir + "/im.gguf");
+  ASSERT_EQ(quantized.exit_code, 0) << quantized.output;
+  EXPECT_NE(quantized.output.find("(imatrix)"), std::string::npos) << quantized.output;
+  EXPECT_NE(quantized.output.find("the importance matrix weighed"), std::string::npos);
+  EXPECT_EQ(run_cli("generate -m " + dir + "/imq.gguf -p hello -n 4 --temp 0").exit_code, 0);
+  const CommandResult not_imatrix = run_cli("model quantize " + dir + "/imf.gguf " + dir +
+                                            "/x.gguf q4_k_m --imatrix " + dir + "/imq.gguf");
+  EXPECT_NE(not_imatrix.exit_code, 0);
+  EXPECT_NE(not_imatrix.output.find("not an importance matrix"), std::string::npos)
+      << not_imatrix.output;
+  const CommandResult short_text = run_cli("model imatrix -m " + dir + "/imf.gguf -f " + dir +
+                                           "/text.txt -o " + dir + "/x.gguf --chunk 100000");
+  EXPECT_NE(short_text.exit_code, 0);
+  EXPECT_NE(short_text.output.find("fewer than one chunk"), std::string::npos)
+      << short_text.output;
+}
+
 TEST(CliEmbed, EmbedsTextsAndRanksDocuments) {
   const std::string dir = testing::temp_dir();
   ASSERT_EQ(

@@ -81,5 +81,22 @@ TEST(QuantMix, AgreesWithLlamaCppsQ4KMFiles) {
   }
 }
 
+// With an importance matrix, llama-quantize keeps the first eighth of Q4_0's ffn_down layers in
+// Q4_1; without one, and for the other matrices and mixes, nothing changes.
+TEST(QuantMix, Q4_0WithAnImportanceMatrixKeepsTheFirstDownProjectionsInQ4_1) {
+  EXPECT_EQ(quant_mix_type(QuantMix::Q4_0, "blk.3.ffn_down.weight", 4096, 32, false, true),
+            DType::Q4_1);
+  EXPECT_EQ(quant_mix_type(QuantMix::Q4_0, "blk.4.ffn_down.weight", 4096, 32, false, true),
+            DType::Q4_0);
+  EXPECT_EQ(quant_mix_type(QuantMix::Q4_0, "blk.3.ffn_down.weight", 4096, 32, false, false),
+            DType::Q4_0);
+  EXPECT_EQ(quant_mix_type(QuantMix::Q4_0, "blk.3.ffn_up.weight", 4096, 32, false, true),
+            DType::Q4_0);
+  EXPECT_EQ(quant_mix_type(QuantMix::Q4_K_M, "blk.3.ffn_down.weight", 4096, 32, false, true),
+            quant_mix_type(QuantMix::Q4_K_M, "blk.3.ffn_down.weight", 4096, 32, false, false));
+  EXPECT_EQ(quant_mix_type(QuantMix::Q4_0, "blk.0.ffn_down.weight", 96, 32, false, true),
+            DType::Q4_1);  // rows of 32: q4_1 fits them
+}
+
 }  // namespace
 }  // namespace trellis

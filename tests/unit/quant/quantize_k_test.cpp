@@ -204,15 +204,17 @@ TEST(QuantQuantizeK, SuperBlocksAreIndependent) {
 //   affine:     |err| <= (max - min(0, min)) / code_hi          (over the super-block)
 //   symmetric:  |err| <= max |x| / (code_hi + 1)
 // RMS error over sigma on N(0, 1), measured with this seed (and the bound asserted):
-//   q2_K 0.2702 (0.28), q3_K 0.1446 (0.15), q4_K 0.0715 (0.075), q5_K 0.0359 (0.038),
-//   q6_K 0.0173 (0.018). The worst |err| measured was 0.67 .. 0.91 of a plain step.
+//   q2_K 0.2702 (0.28), q3_K 0.1535 (0.16), q4_K 0.0720 (0.075), q5_K 0.0359 (0.038),
+//   q6_K 0.0178 (0.018). The worst |err| measured was 0.52 .. 0.67 of a plain step. (Weighting
+// by magnitude, as the K types do, costs plain RMS: unweighted fits gave q3_K 0.1446, q4_K
+// 0.0715, q6_K 0.0173; the large values, which matter more in real weights, gain.)
 TEST(QuantQuantizeK, RandomRowsStayWithinTheErrorBound) {
   struct Case {
     DType type;
     double max_rms;  // RMS error / sigma on the N(0, 1) row
   };
   const Case cases[] = {{DType::Q2_K, 0.28},
-                        {DType::Q3_K, 0.15},
+                        {DType::Q3_K, 0.16},
                         {DType::Q4_K, 0.075},
                         {DType::Q5_K, 0.038},
                         {DType::Q6_K, 0.018}};
@@ -259,7 +261,7 @@ TEST(QuantQuantizeK, RandomRowsStayWithinTheErrorBound) {
 // llama.cpp's quantization unit test (tests/test-quantize-fns.cpp) round-trips 4096 values
 // 0.1 + 2 cos(i) and requires sqrt(sum of squared errors) / n below 0.0075 for 2-bit types,
 // 0.0040 for 3-bit types and 0.002 for the others. These quantizers meet the same limits
-// (measured: q2_K 0.00449, q3_K 0.00239, q4_K 0.00098, q5_K 0.00053, q6_K 0.00025).
+// (measured: q2_K 0.00449, q3_K 0.00254, q4_K 0.00098, q5_K 0.00053, q6_K 0.00026).
 TEST(QuantQuantizeK, MeetsTheReferenceTestLimitsOnACosine) {
   constexpr int kN = 4096;
   std::vector<float> x(kN);
@@ -273,6 +275,49 @@ TEST(QuantQuantizeK, MeetsTheReferenceTestLimitsOnACosine) {
     std::printf("%s: sqrt(sum sq) / n on the cosine = %.5f (limit %.4f)\n",
                 std::string(dtype_name(type)).c_str(), total_error, limit);
     EXPECT_LT(total_error, limit) << dtype_name(type);
+  }
+}
+
+// An importance matrix moves the error to the columns it marks: on rows whose columns have
+// importances spread over four orders of magnitude, the importance-weighted squared error of
+// quantize_row_weighted is below quantize_row's for every weighted type (measured ratios are
+// printed), and a zero importance row gives valid blocks (every value within the type's bound).
+TEST(QuantQuantizeK, AnImportanceMatrixLowersTheWeightedError) {
+  constexpr int kCols = 4096, kRows = 16;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_real_distribution<float> exponent(-2.0f, 2.0f);
+  std::vector<float> importance(kCols), x(static_cast<size_t>(kCols) * kRows);
+  for (float& v : importance) v = std::pow(10.0f, exponent(rng));
+  for (float& v : x) v = normal(rng);
+  for (DType type : {DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_0,
+                     DType::Q4_1, DType::Q5_0, DType::Q5_1}) {
+    double plain = 0, weighted = 0;
+    std::vector<uint8_t> bytes(*row_bytes(type, kCols));
+    std::vector<float> back(kCols);
+    for (int r = 0; r < kRows; ++r) {
+      const float* row = x.data() + static_cast<size_t>(r) * kCols;
+      for (bool use_importance : {false, true}) {
+        quantize_row_weighted(type, row, bytes.data(), kCols,
+                              use_importance ? importance.data() : nullptr);
+        dequantize_row(type, bytes.data(), back.data(), kCols);
+        double sum = 0;
+        for (int i = 0; i < kCols; ++i) sum += importance[i] * std::pow(back[i] - row[i], 2.0);
+        (use_importance ? weighted : plain) += sum;
+      }
+    }
+    std::printf("%s: importance-weighted error with / without the matrix = %.3f\n",
+                std::string(dtype_name(type)).c_str(), weighted / plain);
+    EXPECT_LT(weighted, 0.95 * plain) << dtype_name(type);
+  }
+  const std::vector<float> zeros(kCols, 0.0f);
+  const std::vector<float> row(x.begin(), x.begin() + kCols);
+  for (DType type : {DType::Q4_K, DType::Q6_K, DType::Q4_0}) {
+    std::vector<uint8_t> bytes(*row_bytes(type, kCols));
+    quantize_row_weighted(type, row.data(), bytes.data(), kCols, zeros.data());
+    std::vector<float> back(kCols);
+    dequantize_row(type, bytes.data(), back.data(), kCols);
+    for (int i = 0; i < kCols; ++i) ASSERT_LE(std::fabs(back[i] - row[i]), 4.0f) << i;
   }
 }
 

@@ -163,7 +163,9 @@ TEST(ModelHub, UnloadsTheLeastRecentlyUsedBeyondTheCount) {
   FakeLoader fake;
   std::vector<std::string> unloaded;
   HubOptions options = limits(2);
-  options.on_unload = [&unloaded](const HubModel& model) { unloaded.push_back(model.name); };
+  options.on_unload = [&unloaded](const HubModel& model, const char*) {
+    unloaded.push_back(model.name);
+  };
   ModelHub hub(models({{"a", 1}, {"b", 1}, {"c", 1}}), fake.loader(), options);
   call(hub, "a");
   call(hub, "b");
@@ -293,6 +295,30 @@ TEST(ModelHub, MetricsCarryTheModelLabel) {
        at = text.find("# HELP trellis:requests_total", at + 1))
     ++n_help;
   EXPECT_EQ(n_help, 1u);
+}
+
+TEST(ModelHub, AModelIdleForTheKeepAliveIsUnloaded) {
+  FakeLoader fake;
+  std::vector<std::string> why;
+  HubOptions options = limits(0);
+  options.keep_alive = std::chrono::milliseconds(30);
+  options.on_unload = [&why](const HubModel&, const char* reason) { why.emplace_back(reason); };
+  ModelHub hub(models({{"a", 1}, {"b", 1}}), fake.loader(), options);
+  call(hub, "a");
+  ApiResponse held = call(hub, "b", HubEndpoint::COMPLETIONS, "stream");
+  for (int i = 0; i < 500 && !hub.loaded_models().empty() && hub.loaded_models().front() == "a";
+       ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_EQ(hub.loaded_models(), (std::vector<std::string>{"b"}));  // b is held
+  EXPECT_EQ(why, (std::vector<std::string>{"idle"}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  EXPECT_EQ(hub.loaded_models(), (std::vector<std::string>{"b"}));
+  held = ApiResponse{};  // released: idle from now
+  for (int i = 0; i < 500 && !hub.loaded_models().empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_TRUE(hub.loaded_models().empty());
+  EXPECT_EQ(hub.n_unloads(), 2);
+  EXPECT_EQ(served_by(call(hub, "a")), "a");  // loads again on use
 }
 
 TEST(ModelHub, ShutdownRefusesNewRequests) {
