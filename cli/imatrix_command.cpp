@@ -1,7 +1,7 @@
 // `trellis model imatrix`: an importance matrix of a model over a text, for `model quantize
 // --imatrix` (or llama-quantize). The text is tokenized once and cut into chunks of --chunk tokens
-// (each starting with BOS when the model adds one), run through the engine one by one with the
-// prefix cache off; the squares of what meets each weight matrix are summed
+// as llama.cpp's imatrix cuts it (so both give the same matrix of one text), each run through the
+// engine alone with the prefix cache off; the squares of what meets each weight matrix are summed
 // (model/imatrix_collector.h) and written in llama.cpp's imatrix GGUF form.
 #include <cstdio>
 #include <fstream>
@@ -31,17 +31,18 @@ Result<std::string> read_text(const std::string& path) {
   return text.str();
 }
 
-// The chunks of `tokens`: chunk tokens each (BOS first when `bos` is a token), the rest dropped.
+// The chunks of `tokens` (the text's, BOS first when the model adds one), as llama.cpp's imatrix
+// cuts them: `chunk` consecutive tokens each, the first replaced by BOS when there is one, the
+// rest of the text dropped.
 std::vector<std::vector<TokenId>> chunks_of(const std::vector<TokenId>& tokens, int32_t chunk,
                                             TokenId bos, int32_t max_chunks) {
-  const size_t body = static_cast<size_t>(chunk) - (bos != kNoToken ? 1 : 0);
+  const auto size = static_cast<size_t>(chunk);
   std::vector<std::vector<TokenId>> chunks;
-  for (size_t at = 0; at + body <= tokens.size(); at += body) {
+  for (size_t at = 0; at + size <= tokens.size(); at += size) {
     if (max_chunks > 0 && chunks.size() == static_cast<size_t>(max_chunks)) break;
-    std::vector<TokenId> c;
-    if (bos != kNoToken) c.push_back(bos);
-    c.insert(c.end(), tokens.begin() + static_cast<ptrdiff_t>(at),
-             tokens.begin() + static_cast<ptrdiff_t>(at + body));
+    std::vector<TokenId> c(tokens.begin() + static_cast<ptrdiff_t>(at),
+                           tokens.begin() + static_cast<ptrdiff_t>(at + size));
+    if (bos != kNoToken) c.front() = bos;
     chunks.push_back(std::move(c));
   }
   return chunks;
@@ -69,7 +70,7 @@ int run_imatrix(ImatrixArgs& args) {
     return fail("--chunk " + std::to_string(args.chunk) + " is longer than the context (" +
                 std::to_string(engine->n_ctx()) + ")");
   const Vocab& vocab = engine->tokenizer().vocab();
-  const std::vector<TokenId> tokens = engine->tokenizer().encode(*text, false, false);
+  const std::vector<TokenId> tokens = engine->tokenizer().encode(*text, true, false);
   const std::vector<std::vector<TokenId>> chunks =
       chunks_of(tokens, args.chunk, vocab.add_bos ? vocab.bos_id : kNoToken, args.max_chunks);
   if (chunks.empty()) {
