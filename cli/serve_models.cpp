@@ -95,14 +95,14 @@ Result<std::vector<HubModel>> hub_models(const std::vector<std::string>& model_a
 
 namespace {
 
-Result<LoadedModel> load_embedding_model(const HubModel& model, const EngineOptions& options,
+Result<ServedModel> load_embedding_model(const HubModel& model, const EngineOptions& options,
                                          ServerConfig server) {
   const int32_t batch_tokens = std::max(options.batch_tokens, 2048);
   Result<std::unique_ptr<Embedder>> embedder = Embedder::open(
       model.path, EmbedderOptions{.n_threads = options.threads, .max_batch_tokens = batch_tokens});
   if (!embedder.ok()) return embedder.error();
   server.chat_page = false;
-  LoadedModel loaded;
+  ServedModel loaded;
   loaded.kind = (*embedder)->is_reranker() ? "rerank" : "embedding";
   loaded.api = std::make_unique<EmbeddingService>(**embedder, server, batch_tokens);
   loaded.owner = std::shared_ptr<Embedder>(std::move(embedder).value());
@@ -111,7 +111,7 @@ Result<LoadedModel> load_embedding_model(const HubModel& model, const EngineOpti
   return loaded;
 }
 
-Result<LoadedModel> load_generation_model(const HubModel& model, EngineOptions options,
+Result<ServedModel> load_generation_model(const HubModel& model, EngineOptions options,
                                           const ServerConfig& server,
                                           const std::function<void(EngineConfig&)>& adjust) {
   options.model = model.path;
@@ -124,7 +124,7 @@ Result<LoadedModel> load_generation_model(const HubModel& model, EngineOptions o
   auto service = std::make_unique<OpenAiService>(**engine, server);
   if (const std::string& why = service->chat_template_warning(); !why.empty())
     std::fprintf(stderr, "warning: %s: %s\n", model.name.c_str(), why.c_str());
-  LoadedModel loaded;
+  ServedModel loaded;
   loaded.kind = "generation";
   loaded.memory_bytes =
       static_cast<int64_t>(fs::file_size(model.path)) + static_cast<int64_t>((*engine)->kv_bytes());
@@ -138,14 +138,14 @@ Result<LoadedModel> load_generation_model(const HubModel& model, EngineOptions o
 
 ModelLoader hub_loader(EngineOptions options, ServerConfig server,
                        std::function<void(EngineConfig&)> adjust) {
-  return [options, server, adjust](const HubModel& model) -> Result<LoadedModel> {
+  return [options, server, adjust](const HubModel& model) -> Result<ServedModel> {
     const auto start = std::chrono::steady_clock::now();
     ServerConfig config = server;
     config.model_id = model.name;
     Result<GgufFile> file = GgufFile::open(model.path);
     if (!file.ok()) return file.error();
     const bool embeds = is_embedding_file(*file);
-    Result<LoadedModel> loaded = embeds ? load_embedding_model(model, options, config)
+    Result<ServedModel> loaded = embeds ? load_embedding_model(model, options, config)
                                         : load_generation_model(model, options, config, adjust);
     if (!loaded.ok()) {
       std::fprintf(stderr, "model %s: %s\n", model.name.c_str(), loaded.error().message.c_str());

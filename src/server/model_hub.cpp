@@ -17,7 +17,7 @@ struct ModelHub::Slot {
 
   HubModel model;
   State state = State::UNLOADED;
-  std::unique_ptr<LoadedModel> loaded;  // while READY
+  std::unique_ptr<ServedModel> loaded;  // while READY
   ApiError failure = server_error("");  // why the last load failed (while FAILED)
   int32_t users = 0;                    // requests holding the model
   int32_t waiters = 0;                  // requests waiting for it to load
@@ -255,7 +255,7 @@ bool ModelHub::make_room(const Slot& adding) {
 }
 
 void ModelHub::unload(Slot& slot, const char* why) {
-  std::unique_ptr<LoadedModel> loaded = std::move(slot.loaded);
+  std::unique_ptr<ServedModel> loaded = std::move(slot.loaded);
   slot.state = Slot::State::UNLOADED;
   ++n_unloads_;
   if (options_.on_unload) options_.on_unload(slot.model, why);
@@ -320,10 +320,10 @@ void ModelHub::loader_loop() {
     load_queue_.pop_front();
     const HubModel model = slot.model;
     lock.unlock();
-    Result<LoadedModel> loaded = loader_(model);
+    Result<ServedModel> loaded = loader_(model);
     lock.lock();
     if (loaded.ok()) {
-      slot.loaded = std::make_unique<LoadedModel>(std::move(loaded).value());
+      slot.loaded = std::make_unique<ServedModel>(std::move(loaded).value());
       slot.model.expected_bytes = slot.loaded->memory_bytes;
       slot.state = Slot::State::READY;
       slot.last_use = ++use_clock_;

@@ -49,7 +49,7 @@ struct HubModel {
 };
 
 // A model loaded and ready: its API and what that API works on.
-struct LoadedModel {
+struct ServedModel {
   std::shared_ptr<void> owner;  // the engine or embedder (declared first: destroyed after api)
   std::unique_ptr<HttpApi> api;
   std::span<const ApiEndpoint> endpoints;  // api's routes (ApiEndpoint::id is api's own)
@@ -58,7 +58,7 @@ struct LoadedModel {
 };
 
 // Loads one model (the API's model id is model.name). Runs on the hub's loader thread.
-using ModelLoader = std::function<Result<LoadedModel>(const HubModel& model)>;
+using ModelLoader = std::function<Result<ServedModel>(const HubModel& model)>;
 
 struct HubOptions {
   int32_t max_loaded = 0;        // models loaded at once; 0: no limit

@@ -70,7 +70,7 @@ struct FakeLoader {
   }
 
   ModelLoader loader() {
-    return [this](const HubModel& model) -> Result<LoadedModel> {
+    return [this](const HubModel& model) -> Result<ServedModel> {
       ++n_calls;
       if (model.name == failing) return Error{"not a GGUF file"};
       if (model.name == held) {
@@ -78,7 +78,7 @@ struct FakeLoader {
         std::unique_lock<std::mutex> lock(mutex);
         cv.wait(lock, [this] { return released; });
       }
-      LoadedModel loaded;
+      ServedModel loaded;
       loaded.api = std::make_unique<FakeApi>(model.name, alive);
       loaded.endpoints = kFakeGeneration;
       loaded.memory_bytes = model.expected_bytes;
