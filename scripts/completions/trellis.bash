@@ -23,7 +23,8 @@ _trellis() {
     path+=("$word")
   done
   case $prev in
-    -m | --model | -o | --output | --models-dir | --cache-dir | --draft-model | --vocab-from)
+    -m | --model | -o | --output | --models-dir | --cache-dir | --draft-model | --vocab-from | \
+      --imatrix | -f | --text | --config)
       COMPREPLY=($(compgen -f -- "$cur"))
       return
       ;;
