@@ -8,6 +8,7 @@
 #include "server/labelled_metrics.h"
 #include "server/metrics.h"
 #include "server/openai_protocol.h"
+#include "server/embedding_service.h"
 #include "server/openai_service.h"
 
 namespace trellis {
@@ -58,24 +59,29 @@ const ApiEndpoint* same_route(std::span<const ApiEndpoint> endpoints, const ApiE
   return nullptr;
 }
 
+constexpr std::string_view kHealthPath = "/health";
+constexpr std::string_view kMetricsPath = "/metrics";
+constexpr std::string_view kModelsPath = "/v1/models";
+
 }  // namespace
 
 std::span<const ApiEndpoint> ModelHub::endpoints() {
-  using E = HubEndpoint;
-  static constexpr ApiEndpoint kEndpoints[] = {
-      {ApiMethod::GET, "/health", static_cast<int>(E::HEALTH), false, false, false},
-      {ApiMethod::GET, "/metrics", static_cast<int>(E::METRICS), false, false, false},
-      {ApiMethod::GET, "/v1/models", static_cast<int>(E::MODELS), true, false, false},
-      {ApiMethod::POST, "/v1/completions", static_cast<int>(E::COMPLETIONS), true, true, true},
-      {ApiMethod::POST, "/v1/chat/completions", static_cast<int>(E::CHAT), true, true, true},
-      {ApiMethod::POST, "/tokenize", static_cast<int>(E::TOKENIZE), true, true, false},
-      {ApiMethod::POST, "/detokenize", static_cast<int>(E::DETOKENIZE), true, true, false},
-      {ApiMethod::POST, "/v1/embeddings", static_cast<int>(E::EMBEDDINGS), true, true, true},
-      {ApiMethod::POST, "/v1/rerank", static_cast<int>(E::RERANK), true, true, true},
-      {ApiMethod::POST, "/rerank", static_cast<int>(E::RERANK), true, true, true},
-      {ApiMethod::POST, "/v2/rerank", static_cast<int>(E::RERANK), true, true, true},
-  };
-  return kEndpoints;
+  // The union of the services' routes (so that a route either gains is the hub's too), each
+  // numbered by its place here.
+  static const std::vector<ApiEndpoint> table = [] {
+    std::vector<ApiEndpoint> all;
+    for (std::span<const ApiEndpoint> routes :
+         {OpenAiService::endpoints(), EmbeddingService::endpoints()}) {
+      for (const ApiEndpoint& route : routes) {
+        if (same_route(all, route) != nullptr) continue;
+        ApiEndpoint copy = route;
+        copy.id = static_cast<int>(all.size());
+        all.push_back(copy);
+      }
+    }
+    return all;
+  }();
+  return table;
 }
 
 ModelHub::ModelHub(std::vector<HubModel> models, ModelLoader loader, HubOptions options)
@@ -98,16 +104,11 @@ ModelHub::~ModelHub() {
 
 ApiResponse ModelHub::serve(const ApiEndpoint& endpoint, std::string_view body,
                             std::string_view api_key, std::shared_ptr<ClientPresence> client) {
-  switch (static_cast<HubEndpoint>(endpoint.id)) {
-    case HubEndpoint::HEALTH:
-      return health();
-    case HubEndpoint::METRICS:
-      return metrics();
-    case HubEndpoint::MODELS:
-      return models();
-    default:
-      return forward(endpoint, body, api_key, std::move(client));
-  }
+  // The hub answers these itself; every other route belongs to a model.
+  if (endpoint.path == kHealthPath) return health();
+  if (endpoint.path == kMetricsPath) return metrics();
+  if (endpoint.path == kModelsPath) return models();
+  return forward(endpoint, body, api_key, std::move(client));
 }
 
 void ModelHub::begin_shutdown() {
@@ -387,8 +388,8 @@ ApiResponse ModelHub::metrics() {
   for (const std::shared_ptr<Use>& use : uses) {
     own.sample({{"model", use->slot.model.name}},
                static_cast<double>(use->slot.model.expected_bytes));
-    const ApiEndpoint& metrics_route = endpoints()[static_cast<int>(HubEndpoint::METRICS)];
-    const ApiEndpoint* route = same_route(use->endpoints, metrics_route);
+    const ApiEndpoint* route =
+        same_route(use->endpoints, ApiEndpoint{ApiMethod::GET, kMetricsPath, 0, false, false, false});
     if (route == nullptr) continue;
     per_model.emplace_back(use->slot.model.name, use->api.serve(*route, "", "", nullptr).body);
   }

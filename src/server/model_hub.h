@@ -73,13 +73,9 @@ struct HubOptions {
   std::function<void(const HubModel&, const char* why)> on_unload;
 };
 
-enum class HubEndpoint {
-  HEALTH, METRICS, MODELS, COMPLETIONS, CHAT, TOKENIZE, DETOKENIZE, EMBEDDINGS, RERANK
-};
-
 class ModelHub : public HttpApi {
  public:
-  // The union of the generation and embedding APIs' routes (ApiEndpoint::id is a HubEndpoint).
+  // The union of the generation and embedding APIs' routes (ApiEndpoint::id: the place in it).
   static std::span<const ApiEndpoint> endpoints();
 
   // `models`: distinct names (checked by the caller). Starts the loader thread.

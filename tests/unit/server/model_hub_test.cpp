@@ -3,6 +3,9 @@
 // never unloading a held model, failures and waits that stay with their own model's requests.
 #include "server/model_hub.h"
 
+#include "server/embedding_service.h"
+#include "server/openai_service.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -88,14 +91,14 @@ struct FakeLoader {
   }
 };
 
-const ApiEndpoint& route(HubEndpoint which) {
+const ApiEndpoint& route(std::string_view path) {
   for (const ApiEndpoint& endpoint : ModelHub::endpoints())
-    if (endpoint.id == static_cast<int>(which)) return endpoint;
+    if (endpoint.path == path) return endpoint;
   throw std::logic_error("no such route");
 }
 
-ApiResponse call(ModelHub& hub, const std::string& model, HubEndpoint which = HubEndpoint::COMPLETIONS,
-                 const std::string& extra = "") {
+ApiResponse call(ModelHub& hub, const std::string& model,
+                 std::string_view which = "/v1/completions", const std::string& extra = "") {
   json body = {{"prompt", "hi"}};
   if (!model.empty()) body["model"] = model;
   if (!extra.empty()) body[extra] = true;
@@ -129,9 +132,9 @@ TEST(ModelHub, RoutesByTheBodysModelAndLoadsOnFirstUse) {
   ASSERT_EQ(a.status, 200) << a.body;
   EXPECT_EQ(served_by(a), "alpha");
   EXPECT_EQ(served_by(call(hub, "beta")), "beta");
-  EXPECT_EQ(served_by(call(hub, "alpha", HubEndpoint::TOKENIZE)), "alpha");
+  EXPECT_EQ(served_by(call(hub, "alpha", "/tokenize")), "alpha");
   EXPECT_EQ(fake.n_calls, 2);  // each loaded once
-  const json listed = json::parse(call(hub, "", HubEndpoint::MODELS).body);
+  const json listed = json::parse(call(hub, "", "/v1/models").body);
   ASSERT_EQ(listed["data"].size(), 2u);
   EXPECT_EQ(listed["data"][0]["id"], "alpha");
   EXPECT_EQ(listed["data"][0]["loaded"], true);
@@ -148,9 +151,9 @@ TEST(ModelHub, UnknownOrMissingModelsAreRefusedNamingTheModels) {
   ApiResponse missing = call(hub, "");
   EXPECT_EQ(missing.status, 400);
   EXPECT_NE(missing.body.find("model is required"), std::string::npos) << missing.body;
-  ApiResponse not_string = hub.serve(route(HubEndpoint::COMPLETIONS), R"({"model":3})", "", nullptr);
+  ApiResponse not_string = hub.serve(route("/v1/completions"), R"({"model":3})", "", nullptr);
   EXPECT_EQ(not_string.status, 400);
-  ApiResponse malformed = hub.serve(route(HubEndpoint::COMPLETIONS), "{", "", nullptr);
+  ApiResponse malformed = hub.serve(route("/v1/completions"), "{", "", nullptr);
   EXPECT_EQ(malformed.status, 400);
   EXPECT_EQ(fake.n_calls, 0);
 
@@ -199,7 +202,7 @@ TEST(ModelHub, AHeldModelIsNeverUnloaded) {
   FakeLoader fake;
   ModelHub hub(models({{"a", 1}, {"b", 1}}), fake.loader(),
                limits(1, 0, std::chrono::milliseconds(200)));
-  ApiResponse stream = call(hub, "a", HubEndpoint::COMPLETIONS, "stream");
+  ApiResponse stream = call(hub, "a", "/v1/completions", "stream");
   ASSERT_TRUE(stream.stream);  // not yet run: the stream holds a
   EXPECT_EQ(hub.n_in_flight(), 1);
   ApiResponse waited = call(hub, "b");
@@ -222,7 +225,7 @@ TEST(ModelHub, AHeldModelIsNeverUnloaded) {
 TEST(ModelHub, AWaitingLoadProceedsWhenTheHolderLetsGo) {
   FakeLoader fake;
   ModelHub hub(models({{"a", 1}, {"b", 1}}), fake.loader(), limits(1));
-  auto stream = std::make_unique<ApiResponse>(call(hub, "a", HubEndpoint::COMPLETIONS, "stream"));
+  auto stream = std::make_unique<ApiResponse>(call(hub, "a", "/v1/completions", "stream"));
   std::future<ApiResponse> b = std::async(std::launch::async, [&hub] { return call(hub, "b"); });
   EXPECT_EQ(b.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
   stream.reset();
@@ -270,10 +273,20 @@ TEST(ModelHub, AFailedLoadIsAnErrorForItsRequestsOnly) {
   EXPECT_EQ(fake.n_calls, 3);  // each request for the broken file tried it again
 }
 
+TEST(ModelHub, ServesEveryRouteOfBothServicesOnce) {
+  std::set<std::string> paths;
+  for (const ApiEndpoint& endpoint : ModelHub::endpoints()) {
+    EXPECT_TRUE(paths.insert(std::string(endpoint.path)).second) << endpoint.path;
+    EXPECT_EQ(&ModelHub::endpoints()[static_cast<size_t>(endpoint.id)], &endpoint);
+  }
+  for (const auto& routes : {OpenAiService::endpoints(), EmbeddingService::endpoints()})
+    for (const ApiEndpoint& endpoint : routes) EXPECT_TRUE(paths.contains(std::string(endpoint.path)));
+}
+
 TEST(ModelHub, ARouteTheModelLacksIsRefused) {
   FakeLoader fake;
   ModelHub hub(models({{"gen", 1}}), fake.loader(), {});
-  ApiResponse refused = call(hub, "gen", HubEndpoint::EMBEDDINGS);
+  ApiResponse refused = call(hub, "gen", "/v1/embeddings");
   EXPECT_EQ(refused.status, 400);
   EXPECT_NE(refused.body.find("does not serve /v1/embeddings"), std::string::npos) << refused.body;
 }
@@ -283,7 +296,7 @@ TEST(ModelHub, MetricsCarryTheModelLabel) {
   ModelHub hub(models({{"a", 10}, {"b", 20}, {"c", 1}}), fake.loader(), {});
   call(hub, "a");
   call(hub, "b");
-  const std::string text = call(hub, "", HubEndpoint::METRICS).body;
+  const std::string text = call(hub, "", "/metrics").body;
   EXPECT_NE(text.find("trellis:models 3\n"), std::string::npos) << text;
   EXPECT_NE(text.find("trellis:models_loaded 2\n"), std::string::npos) << text;
   EXPECT_NE(text.find("trellis:model_memory_bytes{model=\"b\"} 20\n"), std::string::npos) << text;
@@ -305,7 +318,7 @@ TEST(ModelHub, AModelIdleForTheKeepAliveIsUnloaded) {
   options.on_unload = [&why](const HubModel&, const char* reason) { why.emplace_back(reason); };
   ModelHub hub(models({{"a", 1}, {"b", 1}}), fake.loader(), options);
   call(hub, "a");
-  ApiResponse held = call(hub, "b", HubEndpoint::COMPLETIONS, "stream");
+  ApiResponse held = call(hub, "b", "/v1/completions", "stream");
   for (int i = 0; i < 500 && !hub.loaded_models().empty() && hub.loaded_models().front() == "a";
        ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -327,7 +340,7 @@ TEST(ModelHub, ShutdownRefusesNewRequests) {
   call(hub, "a");
   hub.begin_shutdown();
   EXPECT_EQ(call(hub, "a").status, 503);
-  EXPECT_EQ(call(hub, "", HubEndpoint::HEALTH).status, 503);
+  EXPECT_EQ(call(hub, "", "/health").status, 503);
 }
 
 }  // namespace
