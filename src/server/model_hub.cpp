@@ -146,7 +146,7 @@ ApiResponse ModelHub::forward(const ApiEndpoint& endpoint, std::string_view body
     const std::string& kind = (*slot)->loaded->kind;
     return OpenAiService::error_response(invalid_request_error(
         "the model `" + (*slot)->model.name + "` is " +
-            (kind == "generation" ? "a generation" : "an " + kind) + " model: it does not serve " +
+            (kind == "embedding" ? "an embedding" : "a " + kind) + " model: it does not serve " +
             std::string(endpoint.path),
         "model"));
   }
